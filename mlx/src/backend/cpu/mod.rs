@@ -1,0 +1,9 @@
+//! CPU kernels, parallel above [`PAR_THRESHOLD`] elements (rayon).
+
+pub mod cast;
+pub mod copy;
+pub mod elementwise;
+pub mod num;
+
+/// Element count above which kernels split work across threads.
+pub const PAR_THRESHOLD: usize = 1 << 15;

@@ -1,0 +1,62 @@
+//! An MLX-style lazy array framework whose centre is exporting traced
+//! functions to a file and importing them back.
+//!
+//! - [`Array`]: lazy, reference-counted, `Send + Sync`; views share buffers.
+//! - [`ops`]: MLX's operations with MLX's names, each returning [`Result`].
+//! - Primitives are structs with `#[derive(Primitive)]`; their `#[state]`
+//!   fields give the state accessor, both file codecs and a self-registering
+//!   entry in the primitive table (see [`primitive`]).
+//!
+//! ```
+//! use mlx::{ops, Array};
+//! let a = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+//! let b = ops::add(&a, &a).unwrap();
+//! assert_eq!(b.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+//! ```
+
+extern crate self as mlx;
+
+pub mod array;
+pub mod backend;
+mod buffer;
+pub mod dtype;
+mod element;
+mod error;
+pub mod ops;
+pub mod primitive;
+pub mod primitives;
+pub mod transforms;
+
+pub use array::{Array, Data};
+pub use buffer::{Buffer, BUFFER_ALIGN};
+pub use dtype::{promote_types, Dtype};
+pub use element::{Complex64, Element};
+pub use error::{Error, Result};
+pub use mlx_macros::Primitive;
+pub use primitive::{Primitive, PrimitiveState, Spec, StateValue};
+pub use transforms::eval as eval_all;
+
+/// Re-exported so `dispatch_dtype!` works in user crates.
+#[doc(hidden)]
+pub use half;
+
+/// Keyword inputs of an exported function, sorted by name.
+pub type Kwargs = std::collections::BTreeMap<String, Array>;
+
+/// Evaluates several arrays at once (shared work is done once).
+pub fn eval(arrays: &[Array]) -> Result<()> {
+    transforms::eval(arrays)
+}
+
+/// Paths used by the code that `#[derive(Primitive)]` generates, so a user
+/// crate needs only `mlx` as a dependency. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::error::Result;
+    pub use crate::primitive::{
+        assert_state_field, cbor_field, cbor_field_or_default, cbor_map, MlxReader, MlxWriter,
+        Primitive, PrimitiveEntry, PrimitiveState, StateField, StateValue,
+    };
+    pub use ciborium::Value as CborValue;
+    pub use inventory;
+}

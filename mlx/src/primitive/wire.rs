@@ -1,0 +1,151 @@
+//! MLX's positional little-endian wire encoding (`.mlxfn` files), as a
+//! bounds-checked reader and a plain writer.
+
+use crate::{Error, Result};
+
+/// Appends MLX wire values to a byte vector.
+#[derive(Default, Debug)]
+pub struct MlxWriter {
+    pub bytes: Vec<u8>,
+}
+
+impl MlxWriter {
+    pub fn new() -> MlxWriter {
+        MlxWriter::default()
+    }
+    pub fn u8(&mut self, v: u8) {
+        self.bytes.push(v);
+    }
+    pub fn bool(&mut self, v: bool) {
+        self.bytes.push(v as u8);
+    }
+    pub fn i32(&mut self, v: i32) {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn u64(&mut self, v: u64) {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn f32(&mut self, v: f32) {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn f64(&mut self, v: f64) {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A `u64` length, then the raw bytes.
+    pub fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.bytes.extend_from_slice(s.as_bytes());
+    }
+    /// A `u64` element count (for a vector).
+    pub fn len(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+    pub fn raw(&mut self, b: &[u8]) {
+        self.bytes.extend_from_slice(b);
+    }
+}
+
+/// Reads MLX wire values, checking every length against what is left.
+pub struct MlxReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// Where the bytes come from, for messages (a file path).
+    pub source: String,
+}
+
+impl<'a> MlxReader<'a> {
+    pub fn new(bytes: &'a [u8], source: impl Into<String>) -> MlxReader<'a> {
+        MlxReader { bytes, pos: 0, source: source.into() }
+    }
+
+    /// Current offset from the start.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    /// A format error at the current offset.
+    pub fn error(&self, msg: impl std::fmt::Display) -> Error {
+        Error::Format {
+            path: self.source.clone(),
+            msg: format!("at byte {}: {msg}", self.pos),
+        }
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(self.error(format!(
+                "truncated: {what} needs {n} bytes, {} left",
+                self.remaining()
+            )));
+        }
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let s = self.take(N, what)?;
+        Ok(s.try_into().expect("length checked"))
+    }
+
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.array::<1>("u8")?[0])
+    }
+    pub fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => {
+                self.pos -= 1;
+                Err(self.error(format!("expected a bool (0 or 1), found {b}")))
+            }
+        }
+    }
+    pub fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_le_bytes(self.array("i32")?))
+    }
+    pub fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array("u64")?))
+    }
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.array("i64")?))
+    }
+    pub fn f32(&mut self) -> Result<f32> {
+        Ok(f32::from_le_bytes(self.array("f32")?))
+    }
+    pub fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_le_bytes(self.array("f64")?))
+    }
+
+    /// A vector count whose elements take at least `min_elem_bytes` each;
+    /// rejected before any allocation if the rest of the input cannot hold it.
+    pub fn len(&mut self, min_elem_bytes: usize, what: &str) -> Result<usize> {
+        let n = self.u64()?;
+        let fits = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(min_elem_bytes.max(1)))
+            .is_some_and(|b| b <= self.remaining());
+        if !fits {
+            self.pos -= 8;
+            return Err(self.error(format!(
+                "{what}: count {n} cannot fit in the {} bytes left",
+                self.remaining() - 8
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    pub fn str(&mut self) -> Result<String> {
+        let n = self.len(1, "string")?;
+        let b = self.take(n, "string")?;
+        String::from_utf8(b.to_vec()).map_err(|_| self.error("string is not valid UTF-8"))
+    }
+}

@@ -1,0 +1,19 @@
+//! The primitives: one file per family. Each struct derives `Primitive`
+//! (state, codecs, registration) and implements the shape rule, the kernel
+//! call and the derivatives next to each other.
+
+pub mod binary;
+pub mod reduce;
+pub mod shape;
+pub mod unary;
+
+use crate::primitive::Spec;
+use crate::{Error, Result};
+
+/// Checks the input count of a primitive.
+pub(crate) fn expect_inputs(name: &str, inputs: &[Spec], n: usize) -> Result<()> {
+    if inputs.len() != n {
+        return Err(Error::invalid(name, format!("expected {n} inputs, found {}", inputs.len())));
+    }
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! Reductions: Reduce, ArgReduce, LogSumExp, Softmax.

@@ -1,0 +1,93 @@
+//! Evaluation: a topological walk of the pending graph, run node by node.
+
+use super::trace::is_tracing;
+use crate::array::{lock, Node, State};
+use crate::{Array, Error, Result};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Computes every array in `outputs` and what they depend on.
+///
+/// The walk is iterative (a chain of a million nodes is fine). Each node
+/// drops its inputs once it has run, so an intermediate is freed as soon as
+/// its last consumer has run, and a kernel may reuse an input's buffer for its
+/// output when nothing else holds it.
+pub fn eval(outputs: &[Array]) -> Result<()> {
+    let order = topological_order(outputs)?;
+    if order.is_empty() {
+        return Ok(());
+    }
+    if is_tracing() {
+        return Err(Error::EvalInTrace);
+    }
+    for node in &order {
+        run(node)?;
+    }
+    Ok(())
+}
+
+fn pending_node(a: &Array) -> Result<Option<Arc<Node>>> {
+    match &*lock(&a.0.state) {
+        State::Pending { node, .. } => Ok(Some(node.clone())),
+        State::Placeholder => Err(if is_tracing() { Error::EvalInTrace } else { Error::Placeholder }),
+        _ => Ok(None),
+    }
+}
+
+/// Nodes that must run, inputs before consumers.
+fn topological_order(outputs: &[Array]) -> Result<Vec<Arc<Node>>> {
+    let mut order = Vec::new();
+    let mut seen: HashSet<*const Node> = HashSet::new();
+    let mut stack: Vec<(Arc<Node>, bool)> = Vec::new();
+    for a in outputs {
+        if let Some(n) = pending_node(a)? {
+            stack.push((n, false));
+        }
+    }
+    while let Some((node, expanded)) = stack.pop() {
+        if expanded {
+            order.push(node);
+            continue;
+        }
+        if !seen.insert(Arc::as_ptr(&node)) {
+            continue;
+        }
+        let inputs = lock(&node.inputs).clone();
+        stack.push((node, true));
+        for input in &inputs {
+            if let Some(n) = pending_node(input)? {
+                if !seen.contains(&Arc::as_ptr(&n)) {
+                    stack.push((n, false));
+                }
+            }
+        }
+    }
+    Ok(order)
+}
+
+fn run(node: &Arc<Node>) -> Result<()> {
+    let inputs = std::mem::take(&mut *lock(&node.inputs));
+    match node.primitive.eval(&inputs, &node.specs) {
+        Ok(datas) => {
+            drop(inputs);
+            if datas.len() != node.specs.len() {
+                return Err(Error::unsupported(
+                    node.primitive.name(),
+                    format!("kernel returned {} outputs, expected {}", datas.len(), node.specs.len()),
+                ));
+            }
+            if let Some(outs) = node.outputs.get() {
+                for (w, d) in outs.iter().zip(datas) {
+                    if let Some(inner) = w.upgrade() {
+                        Array(inner).set_data(d);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Err(e) => {
+            *lock(&node.inputs) = inputs;
+            Err(e)
+        }
+    }
+}

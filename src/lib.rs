@@ -1,0 +1,1 @@
+//! The workspace root package: it owns the integration tests, benchmarks and examples.
