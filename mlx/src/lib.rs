@@ -20,11 +20,15 @@ pub mod array;
 pub mod backend;
 mod buffer;
 pub mod dtype;
+pub mod io;
 mod element;
 mod error;
+pub mod fast;
+pub mod fft;
 pub mod ops;
 pub mod primitive;
 pub mod primitives;
+pub mod random;
 pub mod transforms;
 
 pub use array::{Array, Data};

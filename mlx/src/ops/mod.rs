@@ -3,17 +3,27 @@
 //! evaluation. Errors name the op, the shapes and what was expected.
 
 mod arithmetic;
+mod conv;
 mod creation;
+mod indexing;
+mod linalg;
 mod math;
 mod overloads;
+mod quantized;
 mod reduce;
 mod shape;
+mod sort_scan;
 
 pub use arithmetic::*;
+pub use conv::*;
 pub use creation::*;
+pub use indexing::*;
+pub use linalg::*;
 pub use math::*;
+pub use quantized::*;
 pub use reduce::*;
 pub use shape::*;
+pub use sort_scan::*;
 
 use crate::{Array, Dtype, Error, Result};
 

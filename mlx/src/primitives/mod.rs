@@ -3,8 +3,17 @@
 //! call and the derivatives next to each other.
 
 pub mod binary;
+pub mod conv;
+pub mod creation;
+pub mod fast;
+pub mod fft;
+pub mod indexing;
+pub mod linalg;
+pub mod quantized;
+pub mod random;
 pub mod reduce;
 pub mod shape;
+pub mod sort_scan;
 pub mod unary;
 
 use crate::primitive::Spec;

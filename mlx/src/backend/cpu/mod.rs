@@ -3,7 +3,10 @@
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
+pub mod math;
+pub mod matmul;
 pub mod num;
+pub mod reduce;
 
 /// Element count above which kernels split work across threads.
 pub const PAR_THRESHOLD: usize = 1 << 15;

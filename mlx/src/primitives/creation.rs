@@ -1,0 +1,1 @@
+//! creation primitives.

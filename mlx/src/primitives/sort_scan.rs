@@ -1,0 +1,1 @@
+//! sort_scan primitives.
