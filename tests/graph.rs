@@ -9,7 +9,10 @@ fn add_broadcasts_and_promotes() {
     let c = ops::add(&a, &b).unwrap();
     assert_eq!(c.shape(), &[2, 3]);
     assert_eq!(c.dtype(), Dtype::Float32);
-    assert_eq!(c.to_vec::<f32>().unwrap(), vec![1.5, 2.5, 3.5, 2.5, 3.5, 4.5]);
+    assert_eq!(
+        c.to_vec::<f32>().unwrap(),
+        vec![1.5, 2.5, 3.5, 2.5, 3.5, 4.5]
+    );
 }
 
 #[test]

@@ -24,7 +24,9 @@ fn round_trip_every_dtype() {
 
 #[test]
 fn errors_name_the_problem() {
-    let e = io::load_npy_bytes(b"not numpy at all", "x.npy").unwrap_err().to_string();
+    let e = io::load_npy_bytes(b"not numpy at all", "x.npy")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("x.npy") && e.contains("magic"), "{e}");
     let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     let mut bytes = io::save_npy_bytes(&a).unwrap();

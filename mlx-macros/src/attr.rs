@@ -92,7 +92,8 @@ impl Model {
                 } else if meta.path.is_ident("aliases") {
                     let content;
                     syn::parenthesized!(content in meta.input);
-                    let lits = content.parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
+                    let lits = content
+                        .parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
                     aliases.extend(lits.iter().map(|l| l.value()));
                     Ok(())
                 } else {
@@ -109,7 +110,9 @@ impl Model {
 
         let mut out = Vec::new();
         for f in fields {
-            let Some(ident) = f.ident.clone() else { continue };
+            let Some(ident) = f.ident.clone() else {
+                continue;
+            };
             let mut field = Field {
                 ident,
                 ty: f.ty.clone(),
@@ -119,7 +122,10 @@ impl Model {
             };
             for attr in &f.attrs {
                 if attr.path().is_ident("primitive") {
-                    errors.push(attr.span(), "#[primitive(..)] belongs on the struct, not on a field");
+                    errors.push(
+                        attr.span(),
+                        "#[primitive(..)] belongs on the struct, not on a field",
+                    );
                 }
                 if !attr.path().is_ident("state") {
                     continue;
@@ -167,4 +173,3 @@ fn path_text(p: &syn::Path) -> String {
         .collect::<Vec<_>>()
         .join("::")
 }
-

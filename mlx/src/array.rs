@@ -23,7 +23,10 @@ pub(crate) struct ArrayInner {
 
 pub(crate) enum State {
     Ready(Data),
-    Pending { node: Arc<Node>, index: usize },
+    Pending {
+        node: Arc<Node>,
+        index: usize,
+    },
     Placeholder,
     /// The buffer was handed to a kernel as its output; nothing else held this array.
     Donated,
@@ -52,7 +55,11 @@ pub fn row_major_strides(shape: &[i32]) -> Vec<isize> {
 impl Data {
     /// Row-major data filling `buffer` from its start.
     pub fn contiguous(buffer: Buffer, shape: &[i32]) -> Data {
-        Data { buffer: Arc::new(buffer), strides: row_major_strides(shape), offset: 0 }
+        Data {
+            buffer: Arc::new(buffer),
+            strides: row_major_strides(shape),
+            offset: 0,
+        }
     }
 
     /// Whether the elements are laid out row-major and densely from `offset`.
@@ -72,7 +79,9 @@ impl Data {
 
     /// The elements from `offset` on, typed. Index with the strides.
     pub fn slice<T: Element>(&self) -> &[T] {
-        &self.buffer.as_slice::<T>()[self.offset.min(self.buffer.len() / std::mem::size_of::<T>())..]
+        &self.buffer.as_slice::<T>()[self
+            .offset
+            .min(self.buffer.len() / std::mem::size_of::<T>())..]
     }
 }
 
@@ -112,7 +121,9 @@ impl Drop for Node {
     fn drop(&mut self) {
         let mut stack = std::mem::take(self.inputs.get_mut().unwrap_or_else(|e| e.into_inner()));
         while let Some(a) = stack.pop() {
-            let Some(inner) = Arc::into_inner(a.0) else { continue };
+            let Some(inner) = Arc::into_inner(a.0) else {
+                continue;
+            };
             let state = inner.state.into_inner().unwrap_or_else(|e| e.into_inner());
             if let State::Pending { node, .. } = state {
                 if let Some(mut node) = Arc::into_inner(node) {
@@ -137,15 +148,24 @@ impl Array {
         if n != data.len() {
             return Err(Error::invalid(
                 "from_slice",
-                format!("shape {shape:?} holds {n} elements, but {} were given", data.len()),
+                format!(
+                    "shape {shape:?} holds {n} elements, but {} were given",
+                    data.len()
+                ),
             ));
         }
-        Ok(Array::from_data(Data::contiguous(Buffer::from_slice(data), shape), Spec::new(shape, T::DTYPE)))
+        Ok(Array::from_data(
+            Data::contiguous(Buffer::from_slice(data), shape),
+            Spec::new(shape, T::DTYPE),
+        ))
     }
 
     /// A 0-d array holding `v`.
     pub fn scalar<T: Element>(v: T) -> Array {
-        Array::from_data(Data::contiguous(Buffer::from_slice(&[v]), &[]), Spec::new([], T::DTYPE))
+        Array::from_data(
+            Data::contiguous(Buffer::from_slice(&[v]), &[]),
+            Spec::new([], T::DTYPE),
+        )
     }
 
     /// A 0-d array of `dtype` holding `v` converted as a C cast would.
@@ -155,16 +175,25 @@ impl Array {
 
     /// An array over existing data.
     pub fn from_data(data: Data, spec: Spec) -> Array {
-        Array(Arc::new(ArrayInner { spec, state: Mutex::new(State::Ready(data)) }))
+        Array(Arc::new(ArrayInner {
+            spec,
+            state: Mutex::new(State::Ready(data)),
+        }))
     }
 
     /// A placeholder standing for a traced function's input.
     pub fn placeholder(shape: &[i32], dtype: Dtype) -> Array {
-        Array(Arc::new(ArrayInner { spec: Spec::new(shape, dtype), state: Mutex::new(State::Placeholder) }))
+        Array(Arc::new(ArrayInner {
+            spec: Spec::new(shape, dtype),
+            state: Mutex::new(State::Placeholder),
+        }))
     }
 
     /// The outputs of `primitive` applied to `inputs`, shapes inferred by the primitive.
-    pub fn from_primitive_multi(primitive: Box<dyn Primitive>, inputs: Vec<Array>) -> Result<Vec<Array>> {
+    pub fn from_primitive_multi(
+        primitive: Box<dyn Primitive>,
+        inputs: Vec<Array>,
+    ) -> Result<Vec<Array>> {
         let in_specs: Vec<Spec> = inputs.iter().map(|a| a.spec().clone()).collect();
         let specs = primitive.output_specs(&in_specs)?;
         Ok(Array::with_specs(primitive, inputs, specs))
@@ -175,13 +204,20 @@ impl Array {
         let name = primitive.name();
         let mut outs = Array::from_primitive_multi(Box::new(primitive), inputs)?;
         if outs.len() != 1 {
-            return Err(Error::invalid(name, format!("expected one output, the primitive has {}", outs.len())));
+            return Err(Error::invalid(
+                name,
+                format!("expected one output, the primitive has {}", outs.len()),
+            ));
         }
         Ok(outs.pop().expect("one output"))
     }
 
     /// A node with known output specs (used when replaying a recorded graph).
-    pub fn with_specs(primitive: Box<dyn Primitive>, inputs: Vec<Array>, specs: Vec<Spec>) -> Vec<Array> {
+    pub fn with_specs(
+        primitive: Box<dyn Primitive>,
+        inputs: Vec<Array>,
+        specs: Vec<Spec>,
+    ) -> Vec<Array> {
         let node = Arc::new(Node {
             primitive,
             inputs: Mutex::new(inputs),
@@ -194,11 +230,16 @@ impl Array {
             .map(|(index, spec)| {
                 Array(Arc::new(ArrayInner {
                     spec,
-                    state: Mutex::new(State::Pending { node: node.clone(), index }),
+                    state: Mutex::new(State::Pending {
+                        node: node.clone(),
+                        index,
+                    }),
                 }))
             })
             .collect();
-        let _ = node.outputs.set(outs.iter().map(|a| Arc::downgrade(&a.0)).collect());
+        let _ = node
+            .outputs
+            .set(outs.iter().map(|a| Arc::downgrade(&a.0)).collect());
         outs
     }
 
@@ -289,7 +330,9 @@ impl Array {
         {
             return None;
         }
-        let State::Ready(d) = std::mem::replace(&mut *st, State::Donated) else { unreachable!() };
+        let State::Ready(d) = std::mem::replace(&mut *st, State::Donated) else {
+            unreachable!()
+        };
         Arc::into_inner(d.buffer)
     }
 
@@ -303,7 +346,10 @@ impl Array {
     /// The elements in row-major order. Evaluates; errors if `T` is not the dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
-            return Err(Error::DtypeMismatch { expected: self.dtype(), found: T::DTYPE });
+            return Err(Error::DtypeMismatch {
+                expected: self.dtype(),
+                found: T::DTYPE,
+            });
         }
         self.eval()?;
         Ok(to_contiguous_vec::<T>(&self.data()?, self.shape()))
@@ -312,7 +358,14 @@ impl Array {
     /// The single element of a one-element array.
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.size() != 1 {
-            return Err(Error::invalid("item", format!("array of shape {:?} has {} elements, not 1", self.shape(), self.size())));
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "array of shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.size()
+                ),
+            ));
         }
         Ok(self.to_vec::<T>()?[0])
     }
@@ -323,7 +376,10 @@ pub(crate) fn check_shape(op: &str, shape: &[i32]) -> Result<()> {
     let mut n: usize = 1;
     for &d in shape {
         if d < 0 {
-            return Err(Error::invalid(op, format!("negative dimension in shape {shape:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("negative dimension in shape {shape:?}"),
+            ));
         }
         n = n
             .checked_mul(d as usize)

@@ -48,7 +48,9 @@ impl Buffer {
     /// A buffer holding a copy of `bytes`.
     pub fn from_bytes(bytes: &[u8]) -> Buffer {
         let mut b = Buffer::zeroed(bytes.len());
-        b.bytes_mut().expect("fresh heap buffer").copy_from_slice(bytes);
+        b.bytes_mut()
+            .expect("fresh heap buffer")
+            .copy_from_slice(bytes);
         b
     }
 
@@ -102,7 +104,9 @@ impl Buffer {
         match &mut self.storage {
             Storage::Heap(v) => {
                 // SAFETY: as in `bytes`, and we hold the only reference.
-                Some(unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, self.nbytes) })
+                Some(unsafe {
+                    std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, self.nbytes)
+                })
             }
             Storage::Mapped(..) => None,
         }
@@ -115,7 +119,10 @@ impl Buffer {
         // SAFETY: storage is 64-byte aligned, T is plain data; bool buffers
         // are only ever filled with 0/1 (kernels and loaders normalise them).
         unsafe {
-            std::slice::from_raw_parts(bytes.as_ptr() as *const T, bytes.len() / std::mem::size_of::<T>())
+            std::slice::from_raw_parts(
+                bytes.as_ptr() as *const T,
+                bytes.len() / std::mem::size_of::<T>(),
+            )
         }
     }
 

@@ -74,7 +74,9 @@ impl Dtype {
 
     /// The dtype with MLX code `v`, if any.
     pub fn from_mlx_val(v: i32) -> Option<Dtype> {
-        usize::try_from(v).ok().and_then(|i| Dtype::ALL.get(i).copied())
+        usize::try_from(v)
+            .ok()
+            .and_then(|i| Dtype::ALL.get(i).copied())
     }
 
     pub fn is_float(self) -> bool {

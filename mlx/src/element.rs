@@ -11,7 +11,9 @@ pub type Complex64 = num_complex::Complex<f32>;
 /// Implemented for `bool, u8..u64, i8..i64, half::f16, half::bf16, f32, f64`
 /// and [`Complex64`]. All are plain data with no padding, which lets buffers
 /// be viewed as slices of them.
-pub trait Element: Copy + Send + Sync + Default + PartialEq + Debug + 'static + sealed::Sealed {
+pub trait Element:
+    Copy + Send + Sync + Default + PartialEq + Debug + 'static + sealed::Sealed
+{
     /// The dtype this type is the element of.
     const DTYPE: Dtype;
     /// Converts from `f64` as a C cast would (complex: real part; bool: non-zero).
@@ -84,20 +86,62 @@ impl Element for Complex64 {
 macro_rules! dispatch_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            $crate::Dtype::Bool => { type $T = bool; $body }
-            $crate::Dtype::Uint8 => { type $T = u8; $body }
-            $crate::Dtype::Uint16 => { type $T = u16; $body }
-            $crate::Dtype::Uint32 => { type $T = u32; $body }
-            $crate::Dtype::Uint64 => { type $T = u64; $body }
-            $crate::Dtype::Int8 => { type $T = i8; $body }
-            $crate::Dtype::Int16 => { type $T = i16; $body }
-            $crate::Dtype::Int32 => { type $T = i32; $body }
-            $crate::Dtype::Int64 => { type $T = i64; $body }
-            $crate::Dtype::Float16 => { type $T = $crate::half::f16; $body }
-            $crate::Dtype::Float32 => { type $T = f32; $body }
-            $crate::Dtype::Float64 => { type $T = f64; $body }
-            $crate::Dtype::Bfloat16 => { type $T = $crate::half::bf16; $body }
-            $crate::Dtype::Complex64 => { type $T = $crate::Complex64; $body }
+            $crate::Dtype::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::Dtype::Uint8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::Dtype::Uint16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::Dtype::Uint32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::Dtype::Uint64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::Dtype::Int8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::Dtype::Int16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::Dtype::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::Dtype::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::Dtype::Float16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::Dtype::Float32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::Dtype::Float64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::Dtype::Bfloat16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
+            $crate::Dtype::Complex64 => {
+                type $T = $crate::Complex64;
+                $body
+            }
         }
     };
 }

@@ -14,7 +14,10 @@ pub enum Error {
 
     /// A typed accessor was called with the wrong element type.
     #[error("dtype mismatch: expected {expected}, found {found}")]
-    DtypeMismatch { expected: crate::Dtype, found: crate::Dtype },
+    DtypeMismatch {
+        expected: crate::Dtype,
+        found: crate::Dtype,
+    },
 
     /// `eval` (or a data accessor) was called on an array while a function was being traced.
     #[error("cannot evaluate an array inside a traced function (export, compile or a transform is tracing it); return the array instead of reading its value")]
@@ -34,7 +37,11 @@ pub enum Error {
 
     /// A file names a primitive that is not registered.
     #[error("unknown primitive `{name}`{at}; registered primitives: {known}")]
-    UnknownPrimitive { name: String, at: String, known: String },
+    UnknownPrimitive {
+        name: String,
+        at: String,
+        known: String,
+    },
 
     /// A primitive's state in a file does not decode.
     #[error("bad state for primitive {primitive}: {msg}")]
@@ -68,16 +75,25 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: impl Into<String>, msg: impl Into<String>) -> Error {
-        Error::InvalidArgument { op: op.into(), msg: msg.into() }
+        Error::InvalidArgument {
+            op: op.into(),
+            msg: msg.into(),
+        }
     }
 
     /// Shorthand for [`Error::Unsupported`].
     pub fn unsupported(primitive: impl Into<String>, msg: impl Into<String>) -> Error {
-        Error::Unsupported { primitive: primitive.into(), msg: msg.into() }
+        Error::Unsupported {
+            primitive: primitive.into(),
+            msg: msg.into(),
+        }
     }
 
     /// Shorthand for [`Error::Io`].
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

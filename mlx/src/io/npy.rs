@@ -64,7 +64,10 @@ pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
 
 /// Parses `.npy` bytes; `name` is used in error messages.
 pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
-    let err = |msg: String| Error::Format { path: name.to_string(), msg };
+    let err = |msg: String| Error::Format {
+        path: name.to_string(),
+        msg,
+    };
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err(err("not a .npy file (bad magic)".into()));
     }
@@ -74,7 +77,10 @@ pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
             if bytes.len() < 12 {
                 return Err(err("truncated header".into()));
             }
-            (u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize, 12)
+            (
+                u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize,
+                12,
+            )
         }
         v => return Err(err(format!("unsupported .npy version {v}"))),
     };
@@ -82,10 +88,13 @@ pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
         .get(hstart..hstart + hlen)
         .ok_or_else(|| err("truncated header".into()))?;
     let header = std::str::from_utf8(header).map_err(|_| err("header is not text".into()))?;
-    let descr_s = dict_value(header, "descr").ok_or_else(|| err(format!("no 'descr' in header {header:?}")))?;
+    let descr_s = dict_value(header, "descr")
+        .ok_or_else(|| err(format!("no 'descr' in header {header:?}")))?;
     let descr_s = descr_s.trim_matches(|c| c == '\'' || c == '"');
-    let (dtype, big) = parse_descr(descr_s).ok_or_else(|| err(format!("unsupported dtype '{descr_s}'")))?;
-    let fortran = dict_value(header, "fortran_order").ok_or_else(|| err("no 'fortran_order' in header".into()))?;
+    let (dtype, big) =
+        parse_descr(descr_s).ok_or_else(|| err(format!("unsupported dtype '{descr_s}'")))?;
+    let fortran = dict_value(header, "fortran_order")
+        .ok_or_else(|| err("no 'fortran_order' in header".into()))?;
     let fortran = match fortran.trim() {
         "True" => true,
         "False" => false,
@@ -97,11 +106,16 @@ pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<i32>().map_err(|_| err(format!("bad shape {shape_s}"))))
+        .map(|s| {
+            s.parse::<i32>()
+                .map_err(|_| err(format!("bad shape {shape_s}")))
+        })
         .collect::<Result<_>>()?;
     crate::array::check_shape("load_npy", &shape).map_err(|e| err(e.to_string()))?;
     let n: usize = shape.iter().map(|&d| d as usize).product();
-    let nbytes = n.checked_mul(dtype.size()).ok_or_else(|| err("shape too large".into()))?;
+    let nbytes = n
+        .checked_mul(dtype.size())
+        .ok_or_else(|| err("shape too large".into()))?;
     let data = &bytes[hstart + hlen..];
     if data.len() != nbytes {
         return Err(err(format!(
@@ -112,7 +126,11 @@ pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
     let mut buf = Buffer::from_bytes(data);
     let raw = buf.bytes_mut().expect("heap buffer");
     if big && dtype.size() > 1 {
-        let w = if dtype == Dtype::Complex64 { 4 } else { dtype.size() };
+        let w = if dtype == Dtype::Complex64 {
+            4
+        } else {
+            dtype.size()
+        };
         raw.chunks_mut(w).for_each(<[u8]>::reverse);
     }
     if dtype == Dtype::Bool {
@@ -129,7 +147,11 @@ pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
     } else {
         crate::array::row_major_strides(&shape)
     };
-    let data = Data { buffer: std::sync::Arc::new(buf), strides, offset: 0 };
+    let data = Data {
+        buffer: std::sync::Arc::new(buf),
+        strides,
+        offset: 0,
+    };
     Ok(Array::from_data(data, Spec::new(shape, dtype)))
 }
 
@@ -165,9 +187,19 @@ pub fn save_npy_bytes(a: &Array) -> Result<Vec<u8>> {
     let shape_s = match shape.len() {
         0 => "()".to_string(),
         1 => format!("({},)", shape[0]),
-        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape_s}, }}", descr(a.dtype()));
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_s}, }}",
+        descr(a.dtype())
+    );
     // Pad so the data starts on a 64-byte boundary, ending with a newline.
     let total = MAGIC.len() + 4 + header.len() + 1;
     header.push_str(&" ".repeat((64 - total % 64) % 64));

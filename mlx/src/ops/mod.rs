@@ -32,7 +32,10 @@ pub fn normalize_axis(op: &str, axis: i32, ndim: usize) -> Result<usize> {
     let n = ndim as i64;
     let a = axis as i64;
     if a < -n || a >= n {
-        return Err(Error::invalid(op, format!("axis {axis} is out of bounds for an array with {ndim} dimensions")));
+        return Err(Error::invalid(
+            op,
+            format!("axis {axis} is out of bounds for an array with {ndim} dimensions"),
+        ));
     }
     Ok(if a < 0 { (a + n) as usize } else { a as usize })
 }
@@ -43,7 +46,10 @@ pub fn normalize_axes(op: &str, axes: &[i32], ndim: usize) -> Result<Vec<usize>>
     for &a in axes {
         let ax = normalize_axis(op, a, ndim)?;
         if out.contains(&ax) {
-            return Err(Error::invalid(op, format!("duplicate axis {a} in {axes:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("duplicate axis {a} in {axes:?}"),
+            ));
         }
         out.push(ax);
     }
@@ -55,14 +61,25 @@ pub fn broadcast_shapes(op: &str, a: &[i32], b: &[i32]) -> Result<Vec<i32>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
             db
         } else {
-            return Err(Error::invalid(op, format!("shapes {a:?} and {b:?} cannot be broadcast together")));
+            return Err(Error::invalid(
+                op,
+                format!("shapes {a:?} and {b:?} cannot be broadcast together"),
+            ));
         };
     }
     Ok(out)

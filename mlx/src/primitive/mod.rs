@@ -26,7 +26,10 @@ pub struct Spec {
 
 impl Spec {
     pub fn new(shape: impl Into<Vec<i32>>, dtype: Dtype) -> Spec {
-        Spec { shape: shape.into(), dtype }
+        Spec {
+            shape: shape.into(),
+            dtype,
+        }
     }
     /// Number of elements.
     pub fn size(&self) -> usize {

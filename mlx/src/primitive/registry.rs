@@ -38,11 +38,18 @@ pub fn registered() -> Vec<&'static PrimitiveEntry> {
 
 /// Looks a primitive up by name or alias.
 pub fn lookup(name: &str) -> Result<&'static PrimitiveEntry> {
-    table().get(name).copied().ok_or_else(|| Error::UnknownPrimitive {
-        name: name.to_string(),
-        at: String::new(),
-        known: registered().iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
-    })
+    table()
+        .get(name)
+        .copied()
+        .ok_or_else(|| Error::UnknownPrimitive {
+            name: name.to_string(),
+            at: String::new(),
+            known: registered()
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// Names or aliases registered more than once (empty when the table is sound).

@@ -16,7 +16,10 @@ pub enum StateValue {
     Ints(Vec<i64>),
     Str(String),
     /// A named enum value with its MLX code.
-    Enum { name: &'static str, value: i32 },
+    Enum {
+        name: &'static str,
+        value: i32,
+    },
     List(Vec<StateValue>),
     Optional(Option<Box<StateValue>>),
 }
@@ -88,7 +91,8 @@ impl StateField for bool {
         Value::Bool(*self)
     }
     fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
-        v.as_bool().ok_or_else(|| format!("expected a bool, found {v:?}"))
+        v.as_bool()
+            .ok_or_else(|| format!("expected a bool, found {v:?}"))
     }
     fn write_mlx(&self, w: &mut MlxWriter) {
         w.bool(*self)
@@ -125,7 +129,9 @@ impl StateField for Dtype {
         Value::Text(self.name().to_string())
     }
     fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
-        let s = v.as_text().ok_or_else(|| format!("expected a dtype name, found {v:?}"))?;
+        let s = v
+            .as_text()
+            .ok_or_else(|| format!("expected a dtype name, found {v:?}"))?;
         Dtype::from_name(s).ok_or_else(|| format!("unknown dtype `{s}`"))
     }
     /// MLX: `i32` code, then a `u8` item size.
@@ -138,7 +144,10 @@ impl StateField for Dtype {
         let size = r.u8()?;
         let d = Dtype::from_mlx_val(v).ok_or_else(|| r.error(format!("unknown dtype code {v}")))?;
         if size as usize != d.size() {
-            return Err(r.error(format!("dtype {d} has item size {}, the file says {size}", d.size())));
+            return Err(r.error(format!(
+                "dtype {d} has item size {}, the file says {size}",
+                d.size()
+            )));
         }
         Ok(d)
     }
@@ -152,7 +161,9 @@ impl StateField for String {
         Value::Text(self.clone())
     }
     fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
-        v.as_text().map(str::to_string).ok_or_else(|| format!("expected a string, found {v:?}"))
+        v.as_text()
+            .map(str::to_string)
+            .ok_or_else(|| format!("expected a string, found {v:?}"))
     }
     fn write_mlx(&self, w: &mut MlxWriter) {
         w.str(self)
@@ -166,7 +177,12 @@ impl<T: StateField> StateField for Vec<T> {
     fn to_state(&self) -> StateValue {
         let items: Vec<StateValue> = self.iter().map(T::to_state).collect();
         if items.iter().all(|s| matches!(s, StateValue::Int(_))) && !items.is_empty() {
-            StateValue::Ints(items.iter().map(|s| if let StateValue::Int(i) = s { *i } else { 0 }).collect())
+            StateValue::Ints(
+                items
+                    .iter()
+                    .map(|s| if let StateValue::Int(i) = s { *i } else { 0 })
+                    .collect(),
+            )
         } else {
             StateValue::List(items)
         }
@@ -175,7 +191,9 @@ impl<T: StateField> StateField for Vec<T> {
         Value::Array(self.iter().map(T::to_cbor).collect())
     }
     fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
-        let items = v.as_array().ok_or_else(|| format!("expected a list, found {v:?}"))?;
+        let items = v
+            .as_array()
+            .ok_or_else(|| format!("expected a list, found {v:?}"))?;
         items.iter().map(T::from_cbor).collect()
     }
     fn write_mlx(&self, w: &mut MlxWriter) {
@@ -285,14 +303,18 @@ macro_rules! state_enum {
 
 /// The CBOR state map of a primitive (used by generated decoders).
 pub fn cbor_map<'a>(v: &'a Value, primitive: &str) -> Result<&'a [(Value, Value)]> {
-    v.as_map().map(Vec::as_slice).ok_or_else(|| Error::BadState {
-        primitive: primitive.to_string(),
-        msg: format!("state must be a map, found {v:?}"),
-    })
+    v.as_map()
+        .map(Vec::as_slice)
+        .ok_or_else(|| Error::BadState {
+            primitive: primitive.to_string(),
+            msg: format!("state must be a map, found {v:?}"),
+        })
 }
 
 fn find<'a>(map: &'a [(Value, Value)], key: &str) -> Option<&'a Value> {
-    map.iter().find(|(k, _)| k.as_text() == Some(key)).map(|(_, v)| v)
+    map.iter()
+        .find(|(k, _)| k.as_text() == Some(key))
+        .map(|(_, v)| v)
 }
 
 /// A required field of a CBOR state map.

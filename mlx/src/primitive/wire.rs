@@ -58,7 +58,11 @@ pub struct MlxReader<'a> {
 
 impl<'a> MlxReader<'a> {
     pub fn new(bytes: &'a [u8], source: impl Into<String>) -> MlxReader<'a> {
-        MlxReader { bytes, pos: 0, source: source.into() }
+        MlxReader {
+            bytes,
+            pos: 0,
+            source: source.into(),
+        }
     }
 
     /// Current offset from the start.

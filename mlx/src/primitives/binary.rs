@@ -15,7 +15,10 @@ pub(crate) fn binary_spec(name: &str, inputs: &[Spec], out: Option<Dtype>) -> Re
     if inputs[0].dtype != inputs[1].dtype {
         return Err(Error::invalid(
             name,
-            format!("inputs must share a dtype, found {} and {}", inputs[0].dtype, inputs[1].dtype),
+            format!(
+                "inputs must share a dtype, found {} and {}",
+                inputs[0].dtype, inputs[1].dtype
+            ),
         ));
     }
     let shape = crate::ops::broadcast_shapes(name, &inputs[0].shape, &inputs[1].shape)?;
@@ -24,7 +27,10 @@ pub(crate) fn binary_spec(name: &str, inputs: &[Spec], out: Option<Dtype>) -> Re
 
 /// The two inputs as views of the output's shape.
 pub(crate) fn broadcast_inputs(inputs: &[Array], out: &Spec) -> Result<(Array, Array)> {
-    Ok((broadcast_view(&inputs[0], &out.shape)?, broadcast_view(&inputs[1], &out.shape)?))
+    Ok((
+        broadcast_view(&inputs[0], &out.shape)?,
+        broadcast_view(&inputs[1], &out.shape)?,
+    ))
 }
 
 /// Defines a binary primitive whose kernel is `|x, y| expr` for every dtype with [`Num`].

@@ -29,7 +29,11 @@ pub fn eval(outputs: &[Array]) -> Result<()> {
 fn pending_node(a: &Array) -> Result<Option<Arc<Node>>> {
     match &*lock(&a.0.state) {
         State::Pending { node, .. } => Ok(Some(node.clone())),
-        State::Placeholder => Err(if is_tracing() { Error::EvalInTrace } else { Error::Placeholder }),
+        State::Placeholder => Err(if is_tracing() {
+            Error::EvalInTrace
+        } else {
+            Error::Placeholder
+        }),
         _ => Ok(None),
     }
 }
@@ -73,7 +77,11 @@ fn run(node: &Arc<Node>) -> Result<()> {
             if datas.len() != node.specs.len() {
                 return Err(Error::unsupported(
                     node.primitive.name(),
-                    format!("kernel returned {} outputs, expected {}", datas.len(), node.specs.len()),
+                    format!(
+                        "kernel returned {} outputs, expected {}",
+                        datas.len(),
+                        node.specs.len()
+                    ),
                 ));
             }
             if let Some(outs) = node.outputs.get() {

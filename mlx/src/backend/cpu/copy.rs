@@ -6,7 +6,12 @@ use crate::Element;
 
 /// Calls `f(row_start, len, stride)` for each run along the last axis, in
 /// row-major order; offsets are in elements from the buffer start.
-pub fn for_each_row(shape: &[i32], strides: &[isize], offset: usize, mut f: impl FnMut(isize, usize, isize)) {
+pub fn for_each_row(
+    shape: &[i32],
+    strides: &[isize],
+    offset: usize,
+    mut f: impl FnMut(isize, usize, isize),
+) {
     if shape.iter().any(|&d| d == 0) {
         return;
     }
@@ -60,5 +65,8 @@ pub fn make_contiguous<T: Element>(data: &Data, shape: &[i32]) -> Data {
     if data.is_row_contiguous(shape) {
         return data.clone();
     }
-    Data::contiguous(Buffer::from_slice(&to_contiguous_vec::<T>(data, shape)), shape)
+    Data::contiguous(
+        Buffer::from_slice(&to_contiguous_vec::<T>(data, shape)),
+        shape,
+    )
 }

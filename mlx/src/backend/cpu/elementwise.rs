@@ -25,7 +25,12 @@ pub fn output_buffer(spec: &Spec, candidates: &[&Array]) -> Buffer {
 }
 
 /// Fills `out[i] = f(i-th element)` where the input is read row-major.
-fn fill_from<T: Element, U: Element>(out: &mut [U], src: &Data, shape: &[i32], f: &(impl Fn(T) -> U + Sync)) {
+fn fill_from<T: Element, U: Element>(
+    out: &mut [U],
+    src: &Data,
+    shape: &[i32],
+    f: &(impl Fn(T) -> U + Sync),
+) {
     let s = src.buffer.as_slice::<T>();
     if src.is_row_contiguous(shape) {
         let s = &s[src.offset..src.offset + out.len()];
@@ -48,7 +53,11 @@ fn fill_from<T: Element, U: Element>(out: &mut [U], src: &Data, shape: &[i32], f
 }
 
 /// `out = f(a)` element-wise; `a` has the output's shape.
-pub fn unary<T: Element, U: Element>(a: &Array, out: &Spec, f: impl Fn(T) -> U + Sync) -> Result<Data> {
+pub fn unary<T: Element, U: Element>(
+    a: &Array,
+    out: &Spec,
+    f: impl Fn(T) -> U + Sync,
+) -> Result<Data> {
     if std::mem::size_of::<T>() == std::mem::size_of::<U>() {
         if let Some(mut buf) = a.try_donate() {
             map_in_place(&mut buf, out.size(), &f);
@@ -57,7 +66,12 @@ pub fn unary<T: Element, U: Element>(a: &Array, out: &Spec, f: impl Fn(T) -> U +
     }
     let da = a.data()?;
     let mut buf = Buffer::zeroed(out.size() * out.dtype.size());
-    fill_from(buf.as_mut_slice::<U>().expect("heap buffer"), &da, a.shape(), &f);
+    fill_from(
+        buf.as_mut_slice::<U>().expect("heap buffer"),
+        &da,
+        a.shape(),
+        &f,
+    );
     Ok(Data::contiguous(buf, &out.shape))
 }
 
@@ -73,7 +87,10 @@ fn map_in_place<T: Element, U: Element>(buf: &mut Buffer, n: usize, f: &(impl Fn
         }
     };
     if n >= PAR_THRESHOLD {
-        (0..n).into_par_iter().with_min_len(PAR_THRESHOLD / 4).for_each(step);
+        (0..n)
+            .into_par_iter()
+            .with_min_len(PAR_THRESHOLD / 4)
+            .for_each(step);
     } else {
         (0..n).for_each(step);
     }
@@ -81,7 +98,12 @@ fn map_in_place<T: Element, U: Element>(buf: &mut Buffer, n: usize, f: &(impl Fn
 
 /// `out = f(a, b)` element-wise; `a` and `b` have the output's shape
 /// (broadcast views with zero strides are fine).
-pub fn binary<T: Element, U: Element>(a: &Array, b: &Array, out: &Spec, f: impl Fn(T, T) -> U + Sync) -> Result<Data> {
+pub fn binary<T: Element, U: Element>(
+    a: &Array,
+    b: &Array,
+    out: &Spec,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<Data> {
     let shape = out.shape.as_slice();
     let n = out.size();
     if T::DTYPE == U::DTYPE {
@@ -178,19 +200,28 @@ fn binary_donated<T: Element, U: Element>(
         if lo == Layout::Strided {
             continue;
         }
-        let Some(mut buf) = donor.try_donate() else { continue };
+        let Some(mut buf) = donor.try_donate() else {
+            continue;
+        };
         let so = dother.buffer.as_slice::<T>();
         let o = buf.as_mut_slice::<T>().expect("heap buffer");
         let addr = o.as_mut_ptr() as usize;
         let g = |i: usize| {
-            let y = if lo == Layout::Scalar { so[dother.offset] } else { so[dother.offset + i] };
+            let y = if lo == Layout::Scalar {
+                so[dother.offset]
+            } else {
+                so[dother.offset + i]
+            };
             // SAFETY: element i is read before it is written, by one thread.
             let x = unsafe { *(addr as *const T).add(i) };
             let r = if donor_first { f(x, y) } else { f(y, x) };
             unsafe { *(addr as *mut T).add(i) = cast(r) };
         };
         if n >= PAR_THRESHOLD {
-            (0..n).into_par_iter().with_min_len(PAR_THRESHOLD / 4).for_each(g);
+            (0..n)
+                .into_par_iter()
+                .with_min_len(PAR_THRESHOLD / 4)
+                .for_each(g);
         } else {
             (0..n).for_each(g);
         }
@@ -214,7 +245,9 @@ pub fn ternary<C: Element, T: Element, U: Element>(
     let mut buf = Buffer::zeroed(out.size() * U::DTYPE.size());
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
     if o.len() >= PAR_THRESHOLD {
-        o.par_iter_mut().enumerate().for_each(|(i, o)| *o = f(xc[i], xa[i], xb[i]));
+        o.par_iter_mut()
+            .enumerate()
+            .for_each(|(i, o)| *o = f(xc[i], xa[i], xb[i]));
     } else {
         for (i, o) in o.iter_mut().enumerate() {
             *o = f(xc[i], xa[i], xb[i]);

@@ -99,10 +99,18 @@ impl Num for Complex64 {
         self / o
     }
     fn max(self, o: Self) -> Self {
-        if o.lt(self) { self } else { o }
+        if o.lt(self) {
+            self
+        } else {
+            o
+        }
     }
     fn min(self, o: Self) -> Self {
-        if self.lt(o) { self } else { o }
+        if self.lt(o) {
+            self
+        } else {
+            o
+        }
     }
     fn zero() -> Self {
         Complex64::new(0.0, 0.0)
