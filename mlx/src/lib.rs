@@ -37,9 +37,12 @@ pub use buffer::{Buffer, BUFFER_ALIGN};
 pub use dtype::{promote_types, Dtype};
 pub use element::{Complex64, Element};
 pub use error::{Error, Result};
+pub use export::{
+    export_function, export_function_kwargs, export_to_dot, export_with_callback, exporter,
+    import_function, import_function_with, ExportOptions, Format, ImportOptions, ImportedFunction,
+};
 pub use mlx_macros::Primitive;
 pub use primitive::{Primitive, PrimitiveState, Spec, StateValue};
-pub use transforms::eval as eval_all;
 
 /// Re-exported so `dispatch_dtype!` works in user crates.
 #[doc(hidden)]

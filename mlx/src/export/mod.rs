@@ -1,5 +1,74 @@
 //! Exporting traced functions to a file and importing them back.
+//!
+//! - [`export_function`], [`export_function_kwargs`], [`exporter`] (several
+//!   traces in one file), [`export_with_callback`] (inspect what would be
+//!   written), [`export_to_dot`] (Graphviz).
+//! - [`import_function`] detects the format (native or MLX's `.mlxfn`) and
+//!   returns an [`ImportedFunction`].
+//!
+//! The native format is described in [`native`]; MLX's in [`mlx`].
 
+mod atomic;
+mod dot;
+mod exporter;
+mod import;
+pub mod mlx;
+pub mod native;
+mod signature;
 pub mod tape;
 
+pub use dot::export_to_dot;
+pub use exporter::{
+    export_function, export_function_kwargs, export_with_callback, exporter, ExportEvent,
+    FunctionExporter,
+};
+pub use import::{import_function, import_function_with, ImportOptions, ImportedFunction};
+pub use signature::Signature;
 pub use tape::{FunctionTable, Tape, TapeEntry, ValueRef};
+
+use crate::primitive::Spec;
+use crate::{Array, Result};
+use std::path::Path;
+
+/// How to export.
+#[derive(Clone, Debug, Default)]
+pub struct ExportOptions {
+    /// Accept any input sizes at call time (dtypes and ranks still bind).
+    pub shapeless: bool,
+    /// Free-form text stored in the file.
+    pub metadata: String,
+    pub format: Format,
+}
+
+/// File format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// This library's format: checksummed, aligned, memory-mappable.
+    #[default]
+    Native,
+    /// MLX 0.32's `.mlxfn` layout, readable by Python MLX.
+    Mlx,
+}
+
+/// Writes a function table to `path` in `format`, atomically.
+pub fn write_table(path: &Path, table: &FunctionTable, format: Format) -> Result<()> {
+    match format {
+        Format::Native => {
+            let parts = native::encode(table)?;
+            atomic::write_atomic(path, &parts.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        }
+        Format::Mlx => {
+            let bytes = mlx::encode(table)?;
+            atomic::write_atomic(path, &[&bytes])
+        }
+    }
+}
+
+/// The shape and dtype a value reference stands for.
+pub(crate) fn spec_of_ref(t: &Tape, constants: &[Array], r: &ValueRef) -> Spec {
+    match *r {
+        ValueRef::Input(i) => t.inputs[i].clone(),
+        ValueRef::Constant(i) => constants[i].spec().clone(),
+        ValueRef::Entry { entry, output } => t.entries[entry].outputs[output].clone(),
+    }
+}

@@ -103,14 +103,31 @@ pub(crate) fn broadcast_as(a: &Array, shape: &[i32]) -> Result<Array> {
     }
 }
 
+/// `a` broadcast to the shape it has with `donor`, recorded as a Broadcast
+/// whose extra input gives the shape, so a shapeless replay recomputes it.
+pub(crate) fn broadcast_against(a: &Array, donor: &Array, shape: &[i32]) -> Result<Array> {
+    if a.shape() == shape {
+        return Ok(a.clone());
+    }
+    let p = crate::primitives::shape::Broadcast {
+        shape: shape.to_vec(),
+    };
+    Array::from_primitive(p, vec![a.clone(), donor.clone()])
+}
+
 /// Casts both to their promoted dtype and broadcasts both to a common shape,
 /// with explicit AsType and Broadcast nodes, as MLX's graphs have them.
 pub(crate) fn promote_and_broadcast(op: &str, a: &Array, b: &Array) -> Result<(Array, Array)> {
     let dtype = crate::promote_types(a.dtype(), b.dtype());
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-    let a = broadcast_as(&cast_to(a, dtype)?, &shape)?;
-    let b = broadcast_as(&cast_to(b, dtype)?, &shape)?;
-    Ok((a, b))
+    let (a, b) = (cast_to(a, dtype)?, cast_to(b, dtype)?);
+    if crate::transforms::trace::is_shapeless_tracing() {
+        // Shape-relative form: broadcast each against the other (MLX's dynamic mode).
+        let a2 = broadcast_against(&a, &b, &shape)?;
+        let b2 = broadcast_against(&b, &a, &shape)?;
+        return Ok((a2, b2));
+    }
+    Ok((broadcast_as(&a, &shape)?, broadcast_as(&b, &shape)?))
 }
 
 /// A 0-d constant for a Rust scalar used with `a`: it takes `a`'s dtype when

@@ -92,6 +92,13 @@ pub trait Primitive: PrimitiveState {
         Ok(())
     }
 
+    /// Called by importers with the output specs a file records, before the
+    /// primitive is used. A primitive whose output dtype is not part of its
+    /// MLX state (Arange) takes it from here; others ignore it.
+    fn adopt_recorded_specs(&mut self, outputs: &[Spec]) {
+        let _ = outputs;
+    }
+
     /// Same operation: same name and same state (used to merge duplicate nodes).
     fn is_equivalent(&self, other: &dyn Primitive) -> bool {
         self.name() == other.name() && self.state() == other.state()

@@ -2,6 +2,8 @@
 //! and later compile and autodiff.
 
 mod eval;
+pub mod simplify;
 pub mod trace;
+pub mod tracing;
 
 pub use eval::eval;

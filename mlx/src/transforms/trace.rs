@@ -4,6 +4,29 @@ use std::cell::Cell;
 
 thread_local! {
     static TRACING: Cell<usize> = const { Cell::new(0) };
+    static SHAPELESS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether this thread is tracing for a shapeless export: ops then record
+/// broadcasts against their operands (shape donors) instead of fixed shapes.
+pub fn is_shapeless_tracing() -> bool {
+    SHAPELESS.with(|t| t.get() > 0)
+}
+
+/// Marks this thread as tracing shapelessly until the guard drops.
+pub struct ShapelessGuard(());
+
+impl ShapelessGuard {
+    pub fn enter() -> ShapelessGuard {
+        SHAPELESS.with(|t| t.set(t.get() + 1));
+        ShapelessGuard(())
+    }
+}
+
+impl Drop for ShapelessGuard {
+    fn drop(&mut self) {
+        SHAPELESS.with(|t| t.set(t.get() - 1));
+    }
 }
 
 /// Whether this thread is tracing a function.

@@ -1,0 +1,194 @@
+//! Importing: reading a file into an [`ImportedFunction`] that can be called.
+
+use super::native::{self, ConstantRecord, Source};
+use super::signature::{list, Signature};
+use super::tape::{FunctionTable, ValueRef};
+use super::Format;
+use crate::transforms::tracing::replay;
+use crate::{Array, Error, Kwargs, Result};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// How to import a file.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// Map native constants from the file and use them in place (default).
+    /// Mapping is zero-copy, but the file must not change while the function
+    /// is alive: a file truncated or rewritten underneath a live mapping
+    /// gives wrong values or a SIGBUS. With `false` constants are read into
+    /// memory (and all checksums verified) at import.
+    pub mmap: bool,
+    /// Reject MLX files with bytes after the last function (MLX ignores them).
+    pub strict: bool,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            mmap: true,
+            strict: true,
+        }
+    }
+}
+
+/// A function read from a file. `Send + Sync`; calls build lazy graphs.
+pub struct ImportedFunction {
+    table: FunctionTable,
+    signatures: Vec<Signature>,
+    format: Format,
+    path: String,
+    /// Native files: each constant's record and whether it has been checked.
+    checks: Vec<(ConstantRecord, OnceLock<std::result::Result<(), String>>)>,
+    version: String,
+}
+
+/// Imports the function(s) in `path`, detecting the format from the first bytes.
+pub fn import_function(path: impl AsRef<Path>) -> Result<ImportedFunction> {
+    import_function_with(path, &ImportOptions::default())
+}
+
+/// Imports with explicit options (e.g. `mmap: false`).
+pub fn import_function_with(
+    path: impl AsRef<Path>,
+    opts: &ImportOptions,
+) -> Result<ImportedFunction> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut magic = [0u8; 8];
+    let is_native = {
+        use std::io::Read;
+        let mut f = &file;
+        let n = f.read(&mut magic).map_err(|e| Error::io(path, e))?;
+        n == 8 && &magic == native::MAGIC
+    };
+    if !is_native {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let table = super::mlx::decode(&bytes, &name, opts.strict)?;
+        return Ok(ImportedFunction::new(table, Format::Mlx, name, Vec::new()));
+    }
+    let src = if opts.mmap {
+        // SAFETY: the mapping is read-only; see `ImportOptions::mmap` for the
+        // caveat of a file modified while mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        Source::Mapped(std::sync::Arc::new(map))
+    } else {
+        Source::Bytes(std::fs::read(path).map_err(|e| Error::io(path, e))?)
+    };
+    let decoded = native::decode(&src, &name)?;
+    let checks = decoded
+        .records
+        .into_iter()
+        .map(|r| (r, OnceLock::new()))
+        .collect();
+    let f = ImportedFunction::new(decoded.table, Format::Native, name, checks);
+    if !opts.mmap {
+        for i in 0..f.checks.len() {
+            f.verify(i)?;
+        }
+    }
+    Ok(f)
+}
+
+impl ImportedFunction {
+    pub(crate) fn new(
+        table: FunctionTable,
+        format: Format,
+        path: String,
+        checks: Vec<(ConstantRecord, OnceLock<std::result::Result<(), String>>)>,
+    ) -> ImportedFunction {
+        let signatures = table
+            .functions
+            .iter()
+            .map(|t| Signature::of_tape(t, table.shapeless))
+            .collect();
+        let version = table.writer_version.clone();
+        ImportedFunction {
+            table,
+            signatures,
+            format,
+            path,
+            checks,
+            version,
+        }
+    }
+
+    /// Calls the trace whose signature matches `args`.
+    pub fn call(&self, args: &[Array]) -> Result<Vec<Array>> {
+        self.call_kwargs(args, &Kwargs::new())
+    }
+
+    /// Calls the trace whose signature matches `args` and `kwargs` (keyword
+    /// names must match the trace's exactly).
+    pub fn call_kwargs(&self, args: &[Array], kwargs: &Kwargs) -> Result<Vec<Array>> {
+        let call = Signature::of_call(args, kwargs);
+        let Some(i) = self.signatures.iter().position(|s| s.accepts(&call)) else {
+            return Err(Error::NoMatchingSignature {
+                call: call.to_string(),
+                signatures: list(&self.signatures),
+            });
+        };
+        let tape = &self.table.functions[i];
+        for r in tape
+            .entries
+            .iter()
+            .flat_map(|e| e.inputs.iter())
+            .chain(tape.outputs.iter())
+        {
+            if let ValueRef::Constant(c) = *r {
+                self.verify(c)?;
+            }
+        }
+        let inputs: Vec<Array> = args
+            .iter()
+            .cloned()
+            .chain(kwargs.values().cloned())
+            .collect();
+        replay(tape, &self.table.constants, &inputs, self.table.shapeless)
+    }
+
+    /// Checks constant `i` against its checksum once; later calls reuse the verdict.
+    fn verify(&self, i: usize) -> Result<()> {
+        let Some((record, verdict)) = self.checks.get(i) else {
+            return Ok(());
+        };
+        let v = verdict.get_or_init(|| {
+            native::verify_constant(&self.table.constants[i], record, i, &self.path)
+                .map_err(|e| e.to_string())
+        });
+        v.clone().map_err(|_| Error::Checksum {
+            path: self.path.clone(),
+            what: format!("constant {i} ({} {:?})", record.dtype, record.shape),
+        })
+    }
+
+    /// The metadata string given at export.
+    pub fn metadata(&self) -> &str {
+        &self.table.metadata
+    }
+
+    /// One signature per exported trace, in file order.
+    pub fn signatures(&self) -> &[Signature] {
+        &self.signatures
+    }
+
+    /// The file's format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Whether the traces accept any input sizes (ranks and dtypes bind).
+    pub fn shapeless(&self) -> bool {
+        self.table.shapeless
+    }
+
+    /// The version string of the library that wrote the file.
+    pub fn writer_version(&self) -> &str {
+        &self.version
+    }
+
+    /// The whole decoded table (traces and constants), for tools.
+    pub fn table(&self) -> &FunctionTable {
+        &self.table
+    }
+}

@@ -1,0 +1,479 @@
+//! MLX 0.32's `.mlxfn` format, read and written through the same
+//! [`FunctionTable`] as the native format. The layout is positional and
+//! little-endian with no alignment; every primitive's state is written by
+//! its derived MLX codec (`PrimitiveState::write_mlx`), so there is no
+//! per-primitive code here.
+//!
+//! ```text
+//! file     := version:str function_count:i32 shapeless:bool metadata:str function*
+//! function := kwarg_keys:vec<str> input_ids:vec<u64> inputs:vec<(Shape, Dtype)>
+//!             output_ids:vec<u64> tape_len:u64 entry*
+//! entry    := id:u64 has_primitive:bool
+//!             ( input_ids:vec<u64> stream:(i32,i32,i32) name:str state
+//!               n_siblings:u64 (Shape Dtype | ids:vec<u64> shapes:vec<Shape> dtypes:vec<Dtype>)
+//!             | is_constant:bool [Shape Dtype bytes]   -- bytes only at a constant's first use )
+//! ```
+//! Ids are per function, except constants, which are shared across the
+//! functions of a file by id.
+
+use super::native::array_bytes;
+use super::tape::{FunctionTable, Tape, TapeEntry, ValueRef};
+use crate::buffer::Buffer;
+use crate::primitive::{lookup, registered, MlxReader, MlxWriter, Spec, StateField};
+use crate::{Array, Data, Dtype, Error, Result};
+use std::collections::HashMap;
+
+/// The version string written into files (MLX's importer ignores it).
+pub const WRITTEN_VERSION: &str = "0.32.4";
+
+/// Primitive names MLX 0.32.4 can import (its serialization registry).
+pub const MLX_REGISTRY: &[&str] = &[
+    "Abs",
+    "Add",
+    "AddMM",
+    "Arange",
+    "ArcCos",
+    "ArcCosh",
+    "ArcSin",
+    "ArcSinh",
+    "ArcTan",
+    "ArcTan2",
+    "ArcTanh",
+    "ArgPartition",
+    "ArgReduce",
+    "ArgSort",
+    "AsStrided",
+    "AsType",
+    "BitwiseBinary",
+    "BlockMaskedMM",
+    "Broadcast",
+    "BroadcastAxes",
+    "Ceil",
+    "Cholesky",
+    "Concatenate",
+    "Conjugate",
+    "Convolution",
+    "Copy",
+    "Cos",
+    "Cosh",
+    "CustomKernel",
+    "Depends",
+    "DivMod",
+    "Divide",
+    "DynamicSlice",
+    "DynamicSliceUpdate",
+    "Eig",
+    "Eigh",
+    "Equal",
+    "Erf",
+    "ErfInv",
+    "Exp",
+    "ExpandDims",
+    "Expm1",
+    "FFT",
+    "Flatten",
+    "Floor",
+    "FloorDivide",
+    "Full",
+    "Gather",
+    "GatherAxis",
+    "GatherMM",
+    "GatherQMM",
+    "Greater",
+    "GreaterEqual",
+    "Hadamard",
+    "Imag",
+    "Inverse",
+    "LayerNorm",
+    "LayerNormVJP",
+    "Less",
+    "LessEqual",
+    "Log",
+    "Log1p",
+    "LogAddExp",
+    "LogSumExp",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
+    "MaskedScatter",
+    "Matmul",
+    "Maximum",
+    "Minimum",
+    "Multiply",
+    "Negative",
+    "NotEqual",
+    "NumberOfElements",
+    "Pad",
+    "Partition",
+    "Power",
+    "QRF",
+    "Quantize",
+    "QuantizedMatmul",
+    "RMSNorm",
+    "RMSNormVJP",
+    "RandomBits",
+    "Real",
+    "Reduce",
+    "Remainder",
+    "Reshape",
+    "RoPE",
+    "Round",
+    "SVD",
+    "ScaledDotProductAttention",
+    "Scan",
+    "Scatter",
+    "ScatterAxis",
+    "SearchSorted",
+    "Select",
+    "Sigmoid",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Slice",
+    "SliceUpdate",
+    "Softmax",
+    "Sort",
+    "Split",
+    "Sqrt",
+    "Square",
+    "Squeeze",
+    "StopGradient",
+    "Subtract",
+    "Tan",
+    "Tanh",
+    "Transpose",
+    "Unflatten",
+    "View",
+];
+
+fn read_shape(r: &mut MlxReader<'_>) -> Result<Vec<i32>> {
+    let n = r.len(4, "shape")?;
+    let shape = (0..n).map(|_| r.i32()).collect::<Result<Vec<_>>>()?;
+    crate::array::check_shape("shape", &shape).map_err(|e| r.error(e))?;
+    Ok(shape)
+}
+
+fn read_spec(r: &mut MlxReader<'_>) -> Result<Spec> {
+    let shape = read_shape(r)?;
+    let dtype = Dtype::read_mlx(r)?;
+    Ok(Spec::new(shape, dtype))
+}
+
+fn read_ids(r: &mut MlxReader<'_>, what: &str) -> Result<Vec<u64>> {
+    let n = r.len(8, what)?;
+    (0..n).map(|_| r.u64()).collect()
+}
+
+/// Parses an MLX `.mlxfn` file. `strict` rejects trailing bytes.
+pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
+    let r = &mut MlxReader::new(bytes, path);
+    let version = r.str()?;
+    let count = r.i32()?;
+    if count < 0 {
+        return Err(r.error(format!("negative function count {count}")));
+    }
+    let shapeless = r.bool()?;
+    let metadata = r.str()?;
+    let mut table = FunctionTable {
+        shapeless,
+        metadata,
+        writer_version: version,
+        ..FunctionTable::default()
+    };
+    let mut constant_ids: HashMap<u64, usize> = HashMap::new();
+    for fi in 0..count {
+        let tape = decode_function(r, &mut table.constants, &mut constant_ids)
+            .map_err(|e| annotate(e, &format!("function {fi}")))?;
+        table.functions.push(tape);
+    }
+    if strict && r.remaining() > 0 {
+        return Err(r.error(format!(
+            "{} unexpected bytes after the last function",
+            r.remaining()
+        )));
+    }
+    Ok(table)
+}
+
+fn annotate(e: Error, ctx: &str) -> Error {
+    match e {
+        Error::Format { path, msg } => Error::Format {
+            path,
+            msg: format!("{ctx}: {msg}"),
+        },
+        other => other,
+    }
+}
+
+fn decode_function(
+    r: &mut MlxReader<'_>,
+    constants: &mut Vec<Array>,
+    constant_ids: &mut HashMap<u64, usize>,
+) -> Result<Tape> {
+    let kwarg_names = Vec::<String>::read_mlx(r)?;
+    let input_ids = read_ids(r, "input ids")?;
+    let n_inputs = r.len(4, "inputs")?;
+    if n_inputs != input_ids.len() {
+        return Err(r.error(format!(
+            "{} input ids but {n_inputs} input descriptions",
+            input_ids.len()
+        )));
+    }
+    let inputs = (0..n_inputs)
+        .map(|_| read_spec(r))
+        .collect::<Result<Vec<_>>>()?;
+    if kwarg_names.len() > inputs.len() {
+        return Err(r.error(format!(
+            "{} keyword names for {} inputs",
+            kwarg_names.len(),
+            inputs.len()
+        )));
+    }
+    let output_ids = read_ids(r, "output ids")?;
+    let tape_len = r.len(9, "tape")?;
+    let mut ids: HashMap<u64, ValueRef> = HashMap::new();
+    let input_pos: HashMap<u64, usize> = input_ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i))
+        .collect();
+    let mut entries: Vec<TapeEntry> = Vec::new();
+    for _ in 0..tape_len {
+        let at = r.pos();
+        let id = r.u64()?;
+        if r.bool()? {
+            let in_ids = read_ids(r, "entry input ids")?;
+            let refs = in_ids
+                .iter()
+                .map(|i| {
+                    ids.get(i)
+                        .copied()
+                        .ok_or_else(|| r.error(format!("entry uses id {i} before it is defined")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let _stream_index = r.i32()?;
+            let device = r.i32()?;
+            let _device_index = r.i32()?;
+            if device != 0 && device != 1 {
+                return Err(r.error(format!("unknown device type {device}")));
+            }
+            let name_at = r.pos();
+            let name = r.str()?;
+            let entry = lookup(&name).map_err(|_| Error::UnknownPrimitive {
+                name: name.clone(),
+                at: format!(" in {} at byte {name_at}", r.source),
+                known: registered()
+                    .iter()
+                    .map(|e| e.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+            let mut primitive =
+                (entry.decode_mlx)(r).map_err(|e| annotate(e, &format!("state of {name}")))?;
+            let n_siblings = r.u64()?;
+            let (out_ids, outputs) = if n_siblings == 0 {
+                (vec![id], vec![read_spec(r)?])
+            } else {
+                let oids = read_ids(r, "sibling ids")?;
+                let ns = r.len(8, "sibling shapes")?;
+                let shapes = (0..ns).map(|_| read_shape(r)).collect::<Result<Vec<_>>>()?;
+                let nd = r.len(5, "sibling dtypes")?;
+                let dtypes = (0..nd)
+                    .map(|_| Dtype::read_mlx(r))
+                    .collect::<Result<Vec<_>>>()?;
+                let k = n_siblings as usize + 1;
+                if oids.len() != k || shapes.len() != k || dtypes.len() != k || !oids.contains(&id)
+                {
+                    return Err(r.error(format!(
+                        "inconsistent sibling block for {name} (entry at byte {at})"
+                    )));
+                }
+                (
+                    oids,
+                    shapes
+                        .into_iter()
+                        .zip(dtypes)
+                        .map(|(s, d)| Spec::new(s, d))
+                        .collect(),
+                )
+            };
+            primitive.adopt_recorded_specs(&outputs);
+            let e = entries.len();
+            for (o, oid) in out_ids.iter().enumerate() {
+                ids.insert(
+                    *oid,
+                    ValueRef::Entry {
+                        entry: e,
+                        output: o,
+                    },
+                );
+            }
+            entries.push(TapeEntry {
+                primitive,
+                inputs: refs,
+                outputs,
+            });
+        } else if r.bool()? {
+            if let Some(&c) = constant_ids.get(&id) {
+                ids.insert(id, ValueRef::Constant(c));
+                continue;
+            }
+            let spec = read_spec(r)?;
+            let n = spec
+                .size()
+                .checked_mul(spec.dtype.size())
+                .ok_or_else(|| r.error("constant too large"))?;
+            let raw = r.take(n, "constant data")?;
+            let mut buf = Buffer::from_bytes(raw);
+            if spec.dtype == Dtype::Bool {
+                buf.bytes_mut()
+                    .expect("heap")
+                    .iter_mut()
+                    .for_each(|b| *b = (*b != 0) as u8);
+            }
+            constants.push(Array::from_data(Data::contiguous(buf, &spec.shape), spec));
+            constant_ids.insert(id, constants.len() - 1);
+            ids.insert(id, ValueRef::Constant(constants.len() - 1));
+        } else {
+            let i = *input_pos
+                .get(&id)
+                .ok_or_else(|| r.error(format!("leaf {id} is neither an input nor a constant")))?;
+            ids.insert(id, ValueRef::Input(i));
+        }
+    }
+    let outputs = output_ids
+        .iter()
+        .map(|i| {
+            match ids
+                .get(i)
+                .copied()
+                .or_else(|| input_pos.get(i).map(|&p| ValueRef::Input(p)))
+            {
+                Some(v) => Ok(v),
+                None => Err(r.error(format!("output id {i} is not defined by the tape"))),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Tape {
+        positional: inputs.len() - kwarg_names.len(),
+        kwarg_names,
+        inputs,
+        entries,
+        outputs,
+    })
+}
+
+fn write_shape(w: &mut MlxWriter, shape: &[i32]) {
+    w.len(shape.len());
+    shape.iter().for_each(|&d| w.i32(d));
+}
+
+fn write_spec(w: &mut MlxWriter, s: &Spec) {
+    write_shape(w, &s.shape);
+    s.dtype.write_mlx(w);
+}
+
+/// Encodes a table in MLX's layout. Primitives MLX cannot import are an error.
+pub fn encode(table: &FunctionTable) -> Result<Vec<u8>> {
+    for t in &table.functions {
+        for e in &t.entries {
+            let name = e.primitive.name();
+            if !MLX_REGISTRY.contains(&name) {
+                return Err(Error::Export(format!(
+                    "primitive {name} is not in MLX 0.32.4's registry, so Python MLX could not import this file; \
+                     export it in the native format instead"
+                )));
+            }
+        }
+    }
+    let mut w = MlxWriter::new();
+    w.str(WRITTEN_VERSION);
+    w.i32(table.functions.len() as i32);
+    w.bool(table.shapeless);
+    w.str(&table.metadata);
+    // Ids: constants get file-wide ids; everything else is numbered per function.
+    let const_id = |c: usize| 1 + c as u64;
+    let base = 1 + table.constants.len() as u64;
+    let mut written = vec![false; table.constants.len()];
+    for t in &table.functions {
+        let input_id = |i: usize| base + i as u64;
+        let entry_base = base + t.inputs.len() as u64;
+        let mut entry_out_ids: Vec<Vec<u64>> = Vec::new();
+        let mut next = entry_base;
+        for e in &t.entries {
+            entry_out_ids.push((0..e.outputs.len()).map(|o| next + o as u64).collect());
+            next += e.outputs.len() as u64;
+        }
+        let id_of = |r: &ValueRef| match *r {
+            ValueRef::Input(i) => input_id(i),
+            ValueRef::Constant(c) => const_id(c),
+            ValueRef::Entry { entry, output } => entry_out_ids[entry][output],
+        };
+        Vec::<String>::write_mlx(&t.kwarg_names, &mut w);
+        w.len(t.inputs.len());
+        (0..t.inputs.len()).for_each(|i| w.u64(input_id(i)));
+        w.len(t.inputs.len());
+        t.inputs.iter().for_each(|s| write_spec(&mut w, s));
+        w.len(t.outputs.len());
+        t.outputs.iter().for_each(|r| w.u64(id_of(r)));
+
+        let mut body = MlxWriter::new();
+        let mut count = 0u64;
+        let mut leaf_done: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        let mut leaf = |r: &ValueRef, body: &mut MlxWriter, count: &mut u64| -> Result<()> {
+            let id = id_of(r);
+            if !matches!(r, ValueRef::Input(_) | ValueRef::Constant(_)) || !leaf_done.insert(id) {
+                return Ok(());
+            }
+            *count += 1;
+            body.u64(id);
+            body.bool(false);
+            match *r {
+                ValueRef::Input(_) => body.bool(false),
+                ValueRef::Constant(c) => {
+                    body.bool(true);
+                    if !written[c] {
+                        written[c] = true;
+                        let a = &table.constants[c];
+                        write_spec(body, a.spec());
+                        body.raw(&array_bytes(a)?);
+                    }
+                }
+                ValueRef::Entry { .. } => {}
+            }
+            Ok(())
+        };
+        for (k, e) in t.entries.iter().enumerate() {
+            for r in &e.inputs {
+                leaf(r, &mut body, &mut count)?;
+            }
+            count += 1;
+            body.u64(entry_out_ids[k][0]);
+            body.bool(true);
+            body.len(e.inputs.len());
+            e.inputs.iter().for_each(|r| body.u64(id_of(r)));
+            (0..3).for_each(|_| body.i32(0)); // stream: index 0, cpu, device 0
+            body.str(e.primitive.name());
+            e.primitive.write_mlx(&mut body);
+            body.u64(e.outputs.len() as u64 - 1);
+            if e.outputs.len() == 1 {
+                write_spec(&mut body, &e.outputs[0]);
+            } else {
+                body.len(e.outputs.len());
+                entry_out_ids[k].iter().for_each(|&id| body.u64(id));
+                body.len(e.outputs.len());
+                e.outputs
+                    .iter()
+                    .for_each(|s| write_shape(&mut body, &s.shape));
+                body.len(e.outputs.len());
+                e.outputs.iter().for_each(|s| s.dtype.write_mlx(&mut body));
+            }
+        }
+        for r in &t.outputs {
+            leaf(r, &mut body, &mut count)?;
+        }
+        w.u64(count);
+        w.raw(&body.bytes);
+    }
+    Ok(w.bytes)
+}
