@@ -1,0 +1,191 @@
+//! Writes functions exported from Rust in MLX's `.mlxfn` format, with their
+//! inputs and the outputs Rust computes, for `tests/python/check_rust_exports.py`
+//! to import with Python MLX and compare.
+//!
+//! Usage: `cargo run --example export_for_python -- OUTDIR`
+
+use mlx::io::save_npy;
+use mlx::{ops, Array, ExportOptions, Format, Kwargs};
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn arr(v: &[f32], shape: &[i32]) -> Array {
+    Array::from_slice(v, shape).unwrap()
+}
+
+fn ramp(n: usize, scale: f32) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 % 113) as f32 / 113.0 - 0.5) * scale)
+        .collect()
+}
+
+/// One call: inputs (positional, keyword) and the outputs Rust computed.
+struct Call {
+    args: Vec<Array>,
+    kwargs: Kwargs,
+}
+
+fn write_case(
+    dir: &Path,
+    name: &str,
+    f: &mlx::ImportedFunction,
+    calls: &[Call],
+    manifest: &mut String,
+) {
+    for (ci, c) in calls.iter().enumerate() {
+        let outs = f.call_kwargs(&c.args, &c.kwargs).unwrap();
+        let mut args = Vec::new();
+        for (i, a) in c.args.iter().enumerate() {
+            let file = format!("{name}_c{ci}_arg{i}.npy");
+            save_npy(dir.join(&file), a).unwrap();
+            args.push(format!("\"{file}\""));
+        }
+        let mut kws = Vec::new();
+        for (k, a) in &c.kwargs {
+            let file = format!("{name}_c{ci}_kw_{k}.npy");
+            save_npy(dir.join(&file), a).unwrap();
+            kws.push(format!("\"{k}\": \"{file}\""));
+        }
+        let mut outputs = Vec::new();
+        for (i, a) in outs.iter().enumerate() {
+            let file = format!("{name}_c{ci}_out{i}.npy");
+            save_npy(dir.join(&file), a).unwrap();
+            outputs.push(format!("\"{file}\""));
+        }
+        let _ = writeln!(
+            manifest,
+            "{{\"file\": \"{name}.mlxfn\", \"args\": [{}], \"kwargs\": {{{}}}, \"outputs\": [{}]}}",
+            args.join(", "),
+            kws.join(", "),
+            outputs.join(", ")
+        );
+    }
+}
+
+fn main() -> mlx::Result<()> {
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "target/rust-exports".into());
+    let dir = Path::new(&dir);
+    std::fs::create_dir_all(dir).map_err(|e| mlx::Error::io(dir, e))?;
+    let mlx_fmt = ExportOptions {
+        format: Format::Mlx,
+        ..Default::default()
+    };
+    let mut manifest = String::new();
+
+    // Element-wise with a captured constant and a scalar.
+    let w = arr(&ramp(12, 2.0), &[3, 4]);
+    let wc = w.clone();
+    let path = dir.join("affine.mlxfn");
+    mlx::export_function(
+        &path,
+        move |a| {
+            Ok(vec![ops::maximum(
+                &(&a[0] * &wc + 0.25),
+                &Array::scalar(0.0f32),
+            )?])
+        },
+        &[arr(&[0.0; 12], &[3, 4])],
+        &mlx_fmt,
+    )?;
+    let f = mlx::import_function(&path)?;
+    write_case(
+        dir,
+        "affine",
+        &f,
+        &[Call {
+            args: vec![arr(&ramp(12, 3.0), &[3, 4])],
+            kwargs: Kwargs::new(),
+        }],
+        &mut manifest,
+    );
+
+    // Keyword inputs.
+    let path = dir.join("kwargs.mlxfn");
+    let g = |a: &[Array], k: &Kwargs| {
+        Ok(vec![
+            ops::subtract(&ops::multiply(&a[0], &k["scale"])?, &k["offset"])?,
+            k["offset"].clone(),
+        ])
+    };
+    let mut kw = Kwargs::new();
+    kw.insert("scale".into(), arr(&[2.0, 3.0], &[2]));
+    kw.insert("offset".into(), arr(&[1.0], &[]));
+    mlx::export_function_kwargs(&path, g, &[arr(&[0.0; 4], &[2, 2])], &kw, &mlx_fmt)?;
+    let f = mlx::import_function(&path)?;
+    write_case(
+        dir,
+        "kwargs",
+        &f,
+        &[Call {
+            args: vec![arr(&[1.0, 2.0, 3.0, 4.0], &[2, 2])],
+            kwargs: kw.clone(),
+        }],
+        &mut manifest,
+    );
+
+    // Several traces sharing a constant.
+    let path = dir.join("multi.mlxfn");
+    let c = arr(&ramp(4, 1.0), &[4]);
+    let cc = c.clone();
+    let mut ex = mlx::exporter(
+        &path,
+        move |a: &[Array], _: &Kwargs| Ok(vec![ops::add(&a[0], &cc)?]),
+        &mlx_fmt,
+    )?;
+    ex.export(&[arr(&[0.0; 4], &[4])], &Kwargs::new())?;
+    ex.export(&[arr(&[0.0; 8], &[2, 4])], &Kwargs::new())?;
+    ex.finish()?;
+    let f = mlx::import_function(&path)?;
+    write_case(
+        dir,
+        "multi",
+        &f,
+        &[
+            Call {
+                args: vec![arr(&ramp(4, 5.0), &[4])],
+                kwargs: Kwargs::new(),
+            },
+            Call {
+                args: vec![arr(&ramp(8, 5.0), &[2, 4])],
+                kwargs: Kwargs::new(),
+            },
+        ],
+        &mut manifest,
+    );
+
+    // Shapeless: traced at one shape, called at others.
+    let path = dir.join("shapeless.mlxfn");
+    let opts = ExportOptions {
+        shapeless: true,
+        ..mlx_fmt.clone()
+    };
+    mlx::export_function(
+        &path,
+        |a| Ok(vec![ops::add(&ops::multiply(&a[0], &a[0])?, &a[1])?]),
+        &[arr(&[0.0; 6], &[2, 3]), arr(&[0.0; 3], &[3])],
+        &opts,
+    )?;
+    let f = mlx::import_function(&path)?;
+    write_case(
+        dir,
+        "shapeless",
+        &f,
+        &[
+            Call {
+                args: vec![arr(&ramp(6, 2.0), &[2, 3]), arr(&ramp(3, 1.0), &[3])],
+                kwargs: Kwargs::new(),
+            },
+            Call {
+                args: vec![arr(&ramp(20, 2.0), &[4, 5]), arr(&ramp(5, 1.0), &[5])],
+                kwargs: Kwargs::new(),
+            },
+        ],
+        &mut manifest,
+    );
+
+    std::fs::write(dir.join("manifest.jsonl"), manifest).map_err(|e| mlx::Error::io(dir, e))?;
+    println!("wrote Rust exports to {}", dir.display());
+    Ok(())
+}
