@@ -105,7 +105,7 @@ fn scalar_constant_aliases(tape: &Tape, constants: &[Array]) -> HashMap<usize, u
 }
 
 /// Drops entries that no output depends on and renumbers the rest.
-fn remove_dead(tape: &mut Tape) {
+pub(crate) fn remove_dead(tape: &mut Tape) {
     let n = tape.entries.len();
     let mut live = vec![false; n];
     let mut stack: Vec<usize> = tape

@@ -1,0 +1,372 @@
+//! Fusion of element-wise chains for `compile`: a tree of element-wise
+//! entries whose intermediates nobody else reads becomes one [`Fused`]
+//! entry that walks the output in cache-sized chunks, running every step on
+//! chunk-sized views, so no full-size intermediate buffer is ever made.
+
+use crate::array::Data;
+use crate::buffer::Buffer;
+use crate::export::{Tape, TapeEntry, ValueRef};
+use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
+use crate::{Array, Error, Result};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Primitives that compute each output element from the same element of
+/// each input (all inputs already have the output's shape).
+pub const ELEMENTWISE: &[&str] = &[
+    "Abs",
+    "Add",
+    "ArcCos",
+    "ArcCosh",
+    "ArcSin",
+    "ArcSinh",
+    "ArcTan",
+    "ArcTan2",
+    "ArcTanh",
+    "AsType",
+    "BitwiseBinary",
+    "Ceil",
+    "Conjugate",
+    "Cos",
+    "Cosh",
+    "Divide",
+    "Equal",
+    "Erf",
+    "ErfInv",
+    "Exp",
+    "Expm1",
+    "Floor",
+    "FloorDivide",
+    "Greater",
+    "GreaterEqual",
+    "Imag",
+    "Less",
+    "LessEqual",
+    "Log",
+    "Log1p",
+    "LogAddExp",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
+    "Maximum",
+    "Minimum",
+    "Multiply",
+    "Negative",
+    "NotEqual",
+    "Power",
+    "Real",
+    "Remainder",
+    "Round",
+    "Select",
+    "Sigmoid",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Sqrt",
+    "Square",
+    "Subtract",
+    "Tan",
+    "Tanh",
+];
+
+/// Elements per chunk: small enough that a chunk of every step stays in cache.
+const CHUNK: usize = 8192;
+
+/// Where a fused step reads an operand.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Operand {
+    /// Input `i` of the fused entry.
+    Input(usize),
+    /// The result of an earlier step.
+    Step(usize),
+}
+
+/// Several element-wise primitives run as one pass over the data.
+#[derive(Clone, Debug)]
+pub struct Fused {
+    pub steps: Vec<(Box<dyn Primitive>, Vec<Operand>)>,
+}
+
+impl PrimitiveState for Fused {
+    fn name(&self) -> &'static str {
+        "Compiled"
+    }
+    fn state_names(&self) -> &'static [&'static str] {
+        &["steps"]
+    }
+    fn state(&self) -> Vec<StateValue> {
+        vec![StateValue::List(
+            self.steps
+                .iter()
+                .map(|(p, _)| StateValue::Str(p.name().to_string()))
+                .collect(),
+        )]
+    }
+    fn encode_cbor(&self) -> ciborium::Value {
+        ciborium::Value::Map(Vec::new())
+    }
+    fn write_mlx(&self, _w: &mut MlxWriter) {}
+    fn clone_boxed(&self) -> Box<dyn Primitive> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Fused {
+    fn step_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let mut specs: Vec<Spec> = Vec::with_capacity(self.steps.len());
+        for (p, ops) in &self.steps {
+            let ins: Vec<Spec> = ops
+                .iter()
+                .map(|o| match *o {
+                    Operand::Input(i) => inputs[i].clone(),
+                    Operand::Step(j) => specs[j].clone(),
+                })
+                .collect();
+            let mut out = p.output_specs(&ins)?;
+            specs.push(out.remove(0));
+        }
+        Ok(specs)
+    }
+}
+
+/// A 1-D view of elements `[start, start + len)` (row-major order) of `a`,
+/// which has the fused output's shape: zero-copy when `a` is dense or a
+/// broadcast scalar, else a gathered copy.
+fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
+    let spec = Spec::new([len as i32], a.dtype());
+    if d.strides.iter().all(|&s| s == 0) {
+        return Array::from_data(
+            Data {
+                buffer: d.buffer.clone(),
+                strides: vec![0],
+                offset: d.offset,
+            },
+            spec,
+        );
+    }
+    if d.is_row_contiguous(a.shape()) {
+        return Array::from_data(
+            Data {
+                buffer: d.buffer.clone(),
+                strides: vec![1],
+                offset: d.offset + start,
+            },
+            spec,
+        );
+    }
+    // Strided: gather this chunk's elements.
+    let shape = a.shape();
+    let esize = a.dtype().size();
+    let src = d.buffer.bytes();
+    let mut buf = Buffer::zeroed(len * esize);
+    let dst = buf.bytes_mut().expect("heap buffer");
+    let mut idx = vec![0i64; shape.len()];
+    let mut rem = start as i64;
+    for ax in (0..shape.len()).rev() {
+        idx[ax] = rem % shape[ax] as i64;
+        rem /= shape[ax] as i64;
+    }
+    for k in 0..len {
+        let off = d.offset as isize
+            + idx
+                .iter()
+                .zip(&d.strides)
+                .map(|(&i, &s)| i as isize * s)
+                .sum::<isize>();
+        let off = off as usize * esize;
+        dst[k * esize..(k + 1) * esize].copy_from_slice(&src[off..off + esize]);
+        for ax in (0..shape.len()).rev() {
+            idx[ax] += 1;
+            if idx[ax] < shape[ax] as i64 {
+                break;
+            }
+            idx[ax] = 0;
+        }
+    }
+    Array::from_data(Data::contiguous(buf, &[len as i32]), spec)
+}
+
+impl Primitive for Fused {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let mut specs = self.step_specs(inputs)?;
+        Ok(vec![specs
+            .pop()
+            .ok_or_else(|| Error::invalid("Compiled", "no steps"))?])
+    }
+
+    fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>> {
+        let out = &outputs[0];
+        let n = out.size();
+        let datas = inputs.iter().map(Array::data).collect::<Result<Vec<_>>>()?;
+        let esize = out.dtype.size();
+        let mut buf = Buffer::zeroed(n * esize);
+        let bytes = buf.bytes_mut().expect("heap buffer");
+        let run_chunk = |c: usize, dst: &mut [u8]| -> Result<()> {
+            let start = c * CHUNK;
+            let len = dst.len() / esize;
+            let mut results: Vec<Option<Array>> = vec![None; self.steps.len()];
+            // How many later steps read each step, to drop chunks early.
+            for (k, (p, ops)) in self.steps.iter().enumerate() {
+                let args: Vec<Array> = ops
+                    .iter()
+                    .map(|o| match *o {
+                        Operand::Input(i) => chunk_view(&inputs[i], &datas[i], start, len),
+                        Operand::Step(j) => results[j].clone().expect("steps are in order"),
+                    })
+                    .collect();
+                let ins: Vec<Spec> = args.iter().map(|a| a.spec().clone()).collect();
+                let spec = p.output_specs(&ins)?.remove(0);
+                let d = p.eval(&args, std::slice::from_ref(&spec))?;
+                drop(args);
+                results[k] = Some(Array::from_data(
+                    d.into_iter().next().expect("one output"),
+                    spec,
+                ));
+            }
+            let last = results.pop().flatten().expect("at least one step");
+            let d = last.data()?;
+            let src = &d.buffer.bytes()[d.offset * esize..(d.offset + len) * esize];
+            dst.copy_from_slice(src);
+            Ok(())
+        };
+        let chunks: Vec<(usize, &mut [u8])> = bytes.chunks_mut(CHUNK * esize).enumerate().collect();
+        if chunks.len() > 1 {
+            chunks
+                .into_par_iter()
+                .try_for_each(|(c, dst)| run_chunk(c, dst))?;
+        } else {
+            for (c, dst) in chunks {
+                run_chunk(c, dst)?;
+            }
+        }
+        Ok(vec![Data::contiguous(buf, &out.shape)])
+    }
+
+    fn is_equivalent(&self, _other: &dyn Primitive) -> bool {
+        false
+    }
+}
+
+/// Rewrites `tape` so that element-wise trees become [`Fused`] entries.
+pub fn fuse(tape: &mut Tape, constants: &[Array]) {
+    let n = tape.entries.len();
+    // Readers of each entry output (entries and function outputs).
+    let mut readers = vec![0usize; n];
+    for e in &tape.entries {
+        for r in &e.inputs {
+            if let ValueRef::Entry { entry, .. } = r {
+                readers[*entry] += 1;
+            }
+        }
+    }
+    for r in &tape.outputs {
+        if let ValueRef::Entry { entry, .. } = r {
+            readers[*entry] += 2; // never absorbed
+        }
+    }
+    let is_ew = |e: &TapeEntry| ELEMENTWISE.contains(&e.primitive.name()) && e.outputs.len() == 1;
+    let spec_of = |t: &Tape, r: &ValueRef| crate::export::spec_of_ref(t, constants, r);
+    // absorbed[k]: entry k is computed inside a later fused entry.
+    let mut absorbed = vec![false; n];
+    let mut new_entries: Vec<Option<TapeEntry>> = vec![None; n];
+    for k in (0..n).rev() {
+        if absorbed[k] || !is_ew(&tape.entries[k]) {
+            continue;
+        }
+        let shape = tape.entries[k].outputs[0].shape.clone();
+        // Collect the tree rooted at k: steps in evaluation order.
+        let mut steps: Vec<(Box<dyn Primitive>, Vec<Operand>)> = Vec::new();
+        let mut ext: Vec<ValueRef> = Vec::new();
+        let mut build = |root: usize,
+                         steps: &mut Vec<(Box<dyn Primitive>, Vec<Operand>)>|
+         -> usize {
+            // Iterative post-order over the absorbable tree.
+            enum Item {
+                Visit(usize),
+                Emit(usize),
+            }
+            let mut stack = vec![Item::Visit(root)];
+            let mut step_of: HashMap<usize, usize> = HashMap::new();
+            while let Some(it) = stack.pop() {
+                match it {
+                    Item::Visit(e) => {
+                        stack.push(Item::Emit(e));
+                        for r in tape.entries[e].inputs.iter().rev() {
+                            if let ValueRef::Entry { entry, .. } = *r {
+                                let c = &tape.entries[entry];
+                                if is_ew(c)
+                                    && readers[entry] == 1
+                                    && c.outputs[0].shape == shape
+                                    && !absorbed[entry]
+                                {
+                                    absorbed[entry] = true;
+                                    stack.push(Item::Visit(entry));
+                                }
+                            }
+                        }
+                    }
+                    Item::Emit(e) => {
+                        let ops = tape.entries[e]
+                            .inputs
+                            .iter()
+                            .map(|r| match *r {
+                                ValueRef::Entry { entry, .. }
+                                    if step_of.contains_key(&entry) && entry != e =>
+                                {
+                                    Operand::Step(step_of[&entry])
+                                }
+                                other => {
+                                    let i =
+                                        ext.iter().position(|x| *x == other).unwrap_or_else(|| {
+                                            ext.push(other);
+                                            ext.len() - 1
+                                        });
+                                    Operand::Input(i)
+                                }
+                            })
+                            .collect();
+                        steps.push((tape.entries[e].primitive.clone(), ops));
+                        step_of.insert(e, steps.len() - 1);
+                    }
+                }
+            }
+            steps.len()
+        };
+        let count = build(k, &mut steps);
+        if count < 2 || ext.iter().any(|r| spec_of(tape, r).shape != shape) {
+            // Nothing to fuse, or an input is not at the output shape: undo.
+            reset_absorbed(tape, k, &mut absorbed);
+            continue;
+        }
+        new_entries[k] = Some(TapeEntry {
+            primitive: Box::new(Fused { steps }),
+            inputs: ext,
+            outputs: tape.entries[k].outputs.clone(),
+        });
+    }
+    for (k, e) in new_entries.into_iter().enumerate() {
+        if let Some(e) = e {
+            tape.entries[k] = e;
+        }
+    }
+    // Absorbed entries are now unused.
+    crate::transforms::simplify::remove_dead(tape);
+}
+
+/// Clears the absorbed marks of the tree under `root` (a fusion that was abandoned).
+fn reset_absorbed(tape: &Tape, root: usize, absorbed: &mut [bool]) {
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        for r in &tape.entries[e].inputs {
+            if let ValueRef::Entry { entry, .. } = *r {
+                if absorbed[entry] {
+                    absorbed[entry] = false;
+                    stack.push(entry);
+                }
+            }
+        }
+    }
+}
