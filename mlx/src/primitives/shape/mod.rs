@@ -28,6 +28,4 @@ pub use view::{
 
 pub use misc::StopGradient;
 
-pub(crate) use misc::view_shape;
-pub(crate) use slice::slice_shape;
-pub(crate) use view::{broadcast_strides, broadcast_view, infer_shape};
+pub(crate) use view::{broadcast_view, infer_shape};
