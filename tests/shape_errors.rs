@@ -34,7 +34,7 @@ fn incompatible_shapes() {
     let msg = err(ops::reshape(&a, &[4, 2]));
     assert!(msg.contains("[2, 3]") && msg.contains("[4, 2]"), "{msg}");
     assert!(err(ops::reshape(&a, &[-1, -1])).contains("only one dimension can be -1"));
-    assert!(err(ops::broadcast_to(&a, &[3, 3])).contains("cannot broadcast"));
+    assert!(err(ops::broadcast_to(&a, &[3, 3])).contains("broadcast"));
     assert!(err(ops::broadcast_to(&a, &[-2, 3])).contains("negative dimension"));
     let msg = err(ops::concatenate(&[a.clone(), iota(&[3, 3])], 1));
     assert!(msg.contains("[2, 3], [3, 3]"), "{msg}");
@@ -42,7 +42,7 @@ fn incompatible_shapes() {
     assert!(err(ops::stack(&[a.clone(), iota(&[3, 2])], 0)).contains("same shape"));
     assert!(err(ops::slice(&a, &[0], &[1], &[])).contains("expected 2 start indices"));
     assert!(err(ops::slice(&a, &[0, 0], &[1, 1], &[1, 0])).contains("non-zero"));
-    assert!(err(ops::slice_update(&a, &iota(&[3]), &[0, 0], &[1, 2], &[])).contains("cannot broadcast"));
+    assert!(err(ops::slice_update(&a, &iota(&[3]), &[0, 0], &[1, 2], &[])).contains("broadcast"));
     assert!(err(ops::pad(&a, &[(1, 1), (0, -1)], &Array::scalar(0f32))).contains("non-negative"));
     assert!(err(ops::pad(&a, &[(1, 1); 3], &Array::scalar(0f32))).contains("pairs"));
     assert!(err(ops::view(&Array::scalar(1f32), Dtype::Float16)).contains("0-d"));
