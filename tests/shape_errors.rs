@@ -58,10 +58,16 @@ fn bad_split_indices() {
     assert!(err(ops::split(&a, 0, 0)).contains("must be positive"));
     assert!(err(ops::split_at(&a, &[1], 2)).contains("out of bounds"));
     // The primitive itself (e.g. from a file) checks its indices.
-    let bad = p::Split { indices: vec![4, 2], axis: 0 };
+    let bad = p::Split {
+        indices: vec![4, 2],
+        axis: 0,
+    };
     let msg = err(Array::from_primitive_multi(Box::new(bad), vec![a.clone()]));
     assert!(msg.contains("non-decreasing"), "{msg}");
-    let bad = p::Split { indices: vec![7], axis: 0 };
+    let bad = p::Split {
+        indices: vec![7],
+        axis: 0,
+    };
     assert!(err(Array::from_primitive_multi(Box::new(bad), vec![a])).contains("within 0..=6"));
 }
 
@@ -75,17 +81,32 @@ fn bad_dynamic_slices() {
     let one = Array::scalar(1i32);
     assert!(err(ops::slice_dynamic(&a, &one, &[0], &[5, 5])).contains("between 0 and the size"));
     assert!(err(ops::slice_dynamic(&a, &two, &[0, 0], &[1, 5])).contains("duplicate"));
-    assert!(err(ops::slice_update_dynamic(&a, &iota(&[1, 4, 5]), &one, &[0])).contains("more dimensions"));
+    assert!(
+        err(ops::slice_update_dynamic(&a, &iota(&[1, 4, 5]), &one, &[0]))
+            .contains("more dimensions")
+    );
 }
 
 #[test]
 fn bad_states_from_files_are_errors_not_panics() {
     let a = iota(&[4]);
     // A Slice whose recorded output would leave the axis.
-    let s = p::Slice { start_indices: vec![3], end_indices: vec![4], strides: vec![2] };
-    let out = Array::with_specs(Box::new(s), vec![a.clone()], vec![Spec::new([2], Dtype::Float32)]);
+    let s = p::Slice {
+        start_indices: vec![3],
+        end_indices: vec![4],
+        strides: vec![2],
+    };
+    let out = Array::with_specs(
+        Box::new(s),
+        vec![a.clone()],
+        vec![Spec::new([2], Dtype::Float32)],
+    );
     assert!(err(out[0].eval()).contains("leaves axis 0"));
-    let s = p::AsStrided { shape: vec![2], strides: vec![-1], offset: 0 };
+    let s = p::AsStrided {
+        shape: vec![2],
+        strides: vec![-1],
+        offset: 0,
+    };
     assert!(err(Array::from_primitive(s, vec![a.clone()])).contains("reaches elements -1"));
     let d = p::Depends::default();
     assert!(err(Array::from_primitive_multi(Box::new(d), vec![a.clone(), a])).contains("unknown"));
@@ -95,23 +116,83 @@ fn bad_states_from_files_are_errors_not_panics() {
 fn shapeless_checks() {
     let x = [Spec::new([4, 6], Dtype::Float32)];
     let refuses = |prim: &dyn Primitive, specs: &[Spec]| {
-        let e = prim.check_shapeless(specs).expect_err(prim.name()).to_string();
+        let e = prim
+            .check_shapeless(specs)
+            .expect_err(prim.name())
+            .to_string();
         assert!(e.starts_with(prim.name()), "{e}");
     };
-    refuses(&p::Slice { start_indices: vec![0, 1], end_indices: vec![4, 6], strides: vec![1, 1] }, &x);
+    refuses(
+        &p::Slice {
+            start_indices: vec![0, 1],
+            end_indices: vec![4, 6],
+            strides: vec![1, 1],
+        },
+        &x,
+    );
     refuses(&p::Reshape { shape: vec![24] }, &x);
-    refuses(&p::Broadcast { shape: vec![2, 4, 6] }, &x);
-    refuses(&p::Split { indices: vec![2], axis: 0 }, &x);
-    refuses(&p::AsStrided { shape: vec![2], strides: vec![1], offset: 0 }, &x);
-    refuses(&p::DynamicSlice { axes: vec![0], slice_size: vec![1, 6] }, &x);
-    refuses(&p::Unflatten { axis: 1, shape: vec![2, 3] }, &x);
-    assert!(p::Reshape { shape: vec![4, -1] }.check_shapeless(&x).is_ok());
-    assert!(p::Unflatten { axis: 1, shape: vec![2, -1] }.check_shapeless(&x).is_ok());
+    refuses(
+        &p::Broadcast {
+            shape: vec![2, 4, 6],
+        },
+        &x,
+    );
+    refuses(
+        &p::Split {
+            indices: vec![2],
+            axis: 0,
+        },
+        &x,
+    );
+    refuses(
+        &p::AsStrided {
+            shape: vec![2],
+            strides: vec![1],
+            offset: 0,
+        },
+        &x,
+    );
+    refuses(
+        &p::DynamicSlice {
+            axes: vec![0],
+            slice_size: vec![1, 6],
+        },
+        &x,
+    );
+    refuses(
+        &p::Unflatten {
+            axis: 1,
+            shape: vec![2, 3],
+        },
+        &x,
+    );
+    assert!(p::Reshape { shape: vec![4, -1] }
+        .check_shapeless(&x)
+        .is_ok());
+    assert!(p::Unflatten {
+        axis: 1,
+        shape: vec![2, -1]
+    }
+    .check_shapeless(&x)
+    .is_ok());
     let two = [x[0].clone(), Spec::new([4, 1], Dtype::Float32)];
-    assert!(p::Broadcast { shape: vec![4, 6] }.check_shapeless(&two).is_ok());
+    assert!(p::Broadcast { shape: vec![4, 6] }
+        .check_shapeless(&two)
+        .is_ok());
     // Pad widths are relative to the input's size: the meaning is kept.
-    let pad = p::Pad { axes: vec![0], low_pad_size: vec![1], high_pad_size: vec![2] };
+    let pad = p::Pad {
+        axes: vec![0],
+        low_pad_size: vec![1],
+        high_pad_size: vec![2],
+    };
     assert!(pad.check_shapeless(&x).is_ok());
-    assert!(p::Transpose { axes: vec![1, 0] }.check_shapeless(&x).is_ok());
-    assert!(p::Flatten { start_axis: 0, end_axis: 1 }.check_shapeless(&x).is_ok());
+    assert!(p::Transpose { axes: vec![1, 0] }
+        .check_shapeless(&x)
+        .is_ok());
+    assert!(p::Flatten {
+        start_axis: 0,
+        end_axis: 1
+    }
+    .check_shapeless(&x)
+    .is_ok());
 }

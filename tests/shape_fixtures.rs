@@ -34,12 +34,13 @@ fn idx(v: &[i32]) -> Array {
     Array::from_slice(v, &[v.len() as i32]).unwrap()
 }
 
+/// `slice_update` and its reducing variants.
+type UpdateOp = fn(&Array, &Array, &[i32], &[i32], &[i32]) -> mlx::Result<Array>;
+
 /// The Rust spelling of each case of generate.py.
 fn run(case: &str, x: &Array) -> Option<Array> {
     let u = s(x, &[0, 0, 0], &[2, 2, 5], &[]);
-    let at = |f: fn(&Array, &Array, &[i32], &[i32], &[i32]) -> mlx::Result<Array>| {
-        f(x, &u, &[1, 0, 0], &[3, 4, 5], &[1, 2, 1]).unwrap()
-    };
+    let at = |f: UpdateOp| f(x, &u, &[1, 0, 0], &[3, 4, 5], &[1, 2, 1]).unwrap();
     let split = |i: usize| ops::split_at(x, &[1, 3], 1).unwrap()[i].clone();
     let split_unsorted = |i: usize| ops::split_at(x, &[3, 1], -1).unwrap()[i].clone();
     Some(match case {
@@ -49,25 +50,51 @@ fn run(case: &str, x: &Array) -> Option<Array> {
         "slice_neg" => s(x, &[-1, 1, 0], &[-4, 3, 5], &[-1, 1, 2]),
         "slice_neg2" => s(x, &[2, -1, -3], &[0, -5, 5], &[-1, -2, 1]),
         "flip_t" => ops::flip(&t(x, &[1, 0, 2]), &[-1]).unwrap(),
-        "pad_t" => ops::pad(&t(x, &[1, 0, 2]), &[(1, 0), (0, 2), (1, 1)], &Array::scalar(1i32)).unwrap(),
-        "concat" => ops::concatenate(&[s(x, &[0, 0, 0], &[3, 2, 5], &[]), s(x, &[0, 1, 0], &[3, 4, 5], &[])], 1).unwrap(),
+        "pad_t" => ops::pad(
+            &t(x, &[1, 0, 2]),
+            &[(1, 0), (0, 2), (1, 1)],
+            &Array::scalar(1i32),
+        )
+        .unwrap(),
+        "concat" => ops::concatenate(
+            &[
+                s(x, &[0, 0, 0], &[3, 2, 5], &[]),
+                s(x, &[0, 1, 0], &[3, 4, 5], &[]),
+            ],
+            1,
+        )
+        .unwrap(),
         "concat_neg" => ops::concatenate(&[x.clone(), ops::flip(x, &[2]).unwrap()], -1).unwrap(),
         "stack" => ops::stack(&[x.clone(), ops::flip(x, &[0]).unwrap()], -2).unwrap(),
         "split_eq3" => ops::split(&t(x, &[2, 0, 1]), 5, 0).unwrap()[3].clone(),
         "upd" => set(x, &u, &[1, 0, 0], &[3, 4, 5], &[1, 2, 1]),
-        "upd_neg" => set(x, &s(x, &[0, 0, 0], &[3, 2, 5], &[]), &[-1, 3, 0], &[-4, 0, 5], &[-1, -2, 1]),
+        "upd_neg" => set(
+            x,
+            &s(x, &[0, 0, 0], &[3, 2, 5], &[]),
+            &[-1, 3, 0],
+            &[-4, 0, 5],
+            &[-1, -2, 1],
+        ),
         "dyn_slice" => ops::slice_dynamic(x, &idx(&[1, 2]), &[0, 2], &[2, 4, 3]).unwrap(),
-        "dyn_slice_t" => ops::slice_dynamic(&t(x, &[1, 0, 2]), &Array::scalar(1i32), &[0], &[2, 3, 5]).unwrap(),
+        "dyn_slice_t" => {
+            ops::slice_dynamic(&t(x, &[1, 0, 2]), &Array::scalar(1i32), &[0], &[2, 3, 5]).unwrap()
+        }
         "dyn_upd" => ops::slice_update_dynamic(x, &u, &idx(&[1, 0]), &[1, -1]).unwrap(),
         "tile" => ops::tile(&s(x, &[0, 0, 0], &[3, 2, 2], &[]), &[2, 1, 3]).unwrap(),
-        "repeat" => ops::repeat(&s(x, &[0, 0, 0], &[1, 4, 5], &[]).reshape0(), 2, Some(-1)).unwrap(),
+        "repeat" => {
+            ops::repeat(&s(x, &[0, 0, 0], &[1, 4, 5], &[]).reshape0(), 2, Some(-1)).unwrap()
+        }
         "repeat_flat" => ops::repeat(&s(x, &[0, 0, 0], &[2, 2, 2], &[]), 3, None).unwrap(),
         "moveaxis" => ops::moveaxis(x, 0, -1).unwrap(),
         "swapaxes" => ops::swapaxes(x, -1, 0).unwrap(),
-        "broadcast" => ops::broadcast_to(&s(x, &[0, 0, 0], &[3, 1, 5], &[]), &[2, 3, 4, 5]).unwrap(),
+        "broadcast" => {
+            ops::broadcast_to(&s(x, &[0, 0, 0], &[3, 1, 5], &[]), &[2, 3, 4, 5]).unwrap()
+        }
         "as_strided" => ops::as_strided(&t(x, &[1, 0, 2]), &[4, 3], &[2, 5], 1).unwrap(),
         "expand" => ops::expand_dims(&t(x, &[]), &[0, -1]).unwrap(),
-        "atleast_3d" => ops::atleast_3d(&s(x, &[0, 0, 0], &[1, 1, 5], &[]).reshape0().reshape0()).unwrap(),
+        "atleast_3d" => {
+            ops::atleast_3d(&s(x, &[0, 0, 0], &[1, 1, 5], &[]).reshape0().reshape0()).unwrap()
+        }
         "split_0" => split(0),
         "split_1" => split(1),
         "split_2" => split(2),

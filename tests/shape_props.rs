@@ -14,7 +14,10 @@ fn iota(shape: &[i32]) -> Array {
 fn shape_and_perm() -> impl Strategy<Value = (Vec<i32>, Vec<i32>)> {
     prop::collection::vec(1i32..=4, 1..=4).prop_flat_map(|shape| {
         let n = shape.len();
-        (Just(shape), Just((0..n as i32).collect::<Vec<_>>()).prop_shuffle())
+        (
+            Just(shape),
+            Just((0..n as i32).collect::<Vec<_>>()).prop_shuffle(),
+        )
     })
 }
 

@@ -57,7 +57,10 @@ fn views_share_the_input_buffer() {
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![23., 20., 11., 8.]);
     let parts = ops::split_at(&a, &[1, 4], 1).unwrap();
     assert!(parts.iter().all(|p| same_buffer(&a, p)));
-    assert_eq!(parts[2].to_vec::<f32>().unwrap(), vec![4., 5., 10., 11., 16., 17., 22., 23.]);
+    assert_eq!(
+        parts[2].to_vec::<f32>().unwrap(),
+        vec![4., 5., 10., 11., 16., 17., 22., 23.]
+    );
     let d = ops::slice_dynamic(&a, &Array::scalar(2u8), &[1], &[4, 2]).unwrap();
     assert!(same_buffer(&a, &d));
     let f = ops::flatten(&ops::slice_axis(&a, 0, 1, 3, 1).unwrap(), 0, -1).unwrap();
@@ -80,7 +83,9 @@ fn ops_that_change_nothing_return_their_input() {
     assert!(ops::expand_dims(&a, &[]).unwrap().same(&a));
     assert!(ops::flatten(&a, 1, 1).unwrap().same(&a));
     assert!(ops::view(&a, mlx::Dtype::Float32).unwrap().same(&a));
-    assert!(ops::concatenate(std::slice::from_ref(&a), 0).unwrap().same(&a));
+    assert!(ops::concatenate(std::slice::from_ref(&a), 0)
+        .unwrap()
+        .same(&a));
 }
 
 #[test]
@@ -89,7 +94,11 @@ fn dynamic_starts_are_clamped_so_the_slice_fits() {
     let a = iota(&[10]);
     for (start, want) in [(8i32, 7.), (100, 7.), (-1, 0.), (-30, 0.), (4, 4.)] {
         let s = ops::slice_dynamic(&a, &Array::scalar(start), &[0], &[3]).unwrap();
-        assert_eq!(s.to_vec::<f32>().unwrap(), vec![want, want + 1., want + 2.], "start {start}");
+        assert_eq!(
+            s.to_vec::<f32>().unwrap(),
+            vec![want, want + 1., want + 2.],
+            "start {start}"
+        );
     }
     let big = Array::scalar(u64::MAX);
     let s = ops::slice_dynamic(&a, &big, &[0], &[2]).unwrap();
@@ -106,7 +115,7 @@ fn depends_passes_its_inputs_through() {
     let a = iota(&[2]);
     let b = iota(&[3]);
     let dep = ops::astype(&b, mlx::Dtype::Int32).unwrap();
-    let outs = ops::depends(&[a.clone(), b.clone()], &[dep.clone()]).unwrap();
+    let outs = ops::depends(&[a.clone(), b.clone()], std::slice::from_ref(&dep)).unwrap();
     assert_eq!(outs.len(), 2);
     let (node, _) = outs[0].node().unwrap();
     assert_eq!(node.primitive().name(), "Depends");
@@ -145,6 +154,11 @@ fn slice_state_is_mlx_normalised() {
     let s = ops::slice(&a, &[-1, 1], &[-11, 3], &[-1, 5]).unwrap();
     assert_eq!(s.shape(), &[10, 1]);
     let (node, _) = s.node().unwrap();
-    let st: Vec<String> = node.primitive().state().iter().map(|v| v.to_string()).collect();
+    let st: Vec<String> = node
+        .primitive()
+        .state()
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
     assert_eq!(st, vec!["[9, 1]", "[-11, 2]", "[-1, 1]"]);
 }

@@ -34,7 +34,13 @@ pub fn concatenate(arrays: &[Array], axis: i32) -> Result<Array> {
         .fold(first.dtype(), |d, a| promote_types(d, a.dtype()));
     let inputs = arrays
         .iter()
-        .map(|a| if a.dtype() == dtype { Ok(a.clone()) } else { astype(a, dtype) })
+        .map(|a| {
+            if a.dtype() == dtype {
+                Ok(a.clone())
+            } else {
+                astype(a, dtype)
+            }
+        })
         .collect::<Result<Vec<_>>>()?;
     Array::from_primitive(shape::Concatenate { axis: ax as i32 }, inputs)
 }
@@ -142,7 +148,13 @@ pub fn pad(a: &Array, pad_width: &[(i32, i32)], pad_value: &Array) -> Result<Arr
 }
 
 /// Constant padding of the listed axes (MLX's C++ `pad(a, axes, low, high, value)`).
-pub fn pad_axes(a: &Array, axes: &[i32], low_pad_size: &[i32], high_pad_size: &[i32], pad_value: &Array) -> Result<Array> {
+pub fn pad_axes(
+    a: &Array,
+    axes: &[i32],
+    low_pad_size: &[i32],
+    high_pad_size: &[i32],
+    pad_value: &Array,
+) -> Result<Array> {
     if axes.len() != low_pad_size.len() || axes.len() != high_pad_size.len() {
         return Err(Error::invalid(
             "pad",
@@ -164,7 +176,10 @@ pub fn pad_axes(a: &Array, axes: &[i32], low_pad_size: &[i32], high_pad_size: &[
     if pad_value.size() != 1 {
         return Err(Error::invalid(
             "pad",
-            format!("the pad value must hold one element, found shape {:?}", pad_value.shape()),
+            format!(
+                "the pad value must hold one element, found shape {:?}",
+                pad_value.shape()
+            ),
         ));
     }
     let value = if pad_value.dtype() == a.dtype() {
@@ -187,11 +202,18 @@ pub fn pad_axes(a: &Array, axes: &[i32], low_pad_size: &[i32], high_pad_size: &[
 /// Reshape, Broadcast, Reshape.
 pub fn tile(a: &Array, reps: &[i32]) -> Result<Array> {
     if let Some(&r) = reps.iter().find(|&&r| r < 0) {
-        return Err(Error::invalid("tile", format!("repetitions must be non-negative, found {r}")));
+        return Err(Error::invalid(
+            "tile",
+            format!("repetitions must be non-negative, found {r}"),
+        ));
     }
     let n = a.ndim().max(reps.len());
-    let shape: Vec<i32> = std::iter::repeat_n(1, n - a.ndim()).chain(a.shape().iter().copied()).collect();
-    let reps: Vec<i32> = std::iter::repeat_n(1, n - reps.len()).chain(reps.iter().copied()).collect();
+    let shape: Vec<i32> = std::iter::repeat_n(1, n - a.ndim())
+        .chain(a.shape().iter().copied())
+        .collect();
+    let reps: Vec<i32> = std::iter::repeat_n(1, n - reps.len())
+        .chain(reps.iter().copied())
+        .collect();
     let (mut expand, mut broad, mut fin) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
         if reps[i] != 1 {
@@ -201,7 +223,10 @@ pub fn tile(a: &Array, reps: &[i32]) -> Result<Array> {
         expand.push(shape[i]);
         broad.push(shape[i]);
         fin.push(reps[i].checked_mul(shape[i]).ok_or_else(|| {
-            Error::invalid("tile", format!("tiling {:?} by {reps:?} overflows a dimension", a.shape()))
+            Error::invalid(
+                "tile",
+                format!("tiling {:?} by {reps:?} overflows a dimension", a.shape()),
+            )
         })?);
     }
     let x = reshape(a, &expand)?;
@@ -218,7 +243,10 @@ pub fn repeat(a: &Array, repeats: i32, axis: Option<i32>) -> Result<Array> {
     };
     let ax = normalize_axis("repeat", axis, a.ndim())?;
     if repeats < 0 {
-        return Err(Error::invalid("repeat", format!("the number of repeats must be non-negative, found {repeats}")));
+        return Err(Error::invalid(
+            "repeat",
+            format!("the number of repeats must be non-negative, found {repeats}"),
+        ));
     }
     if repeats == 1 {
         return Ok(a);
@@ -235,7 +263,13 @@ pub fn repeat(a: &Array, repeats: i32, axis: Option<i32>) -> Result<Array> {
     let x = broadcast_to(&expand_dims(&a, &[ax as i32 + 1])?, &shape)?;
     shape.remove(ax + 1);
     shape[ax] = shape[ax].checked_mul(repeats).ok_or_else(|| {
-        Error::invalid("repeat", format!("repeating {:?} {repeats} times overflows axis {ax}", a.shape()))
+        Error::invalid(
+            "repeat",
+            format!(
+                "repeating {:?} {repeats} times overflows axis {ax}",
+                a.shape()
+            ),
+        )
     })?;
     reshape(&x, &shape)
 }

@@ -98,7 +98,10 @@ pub fn flatten(a: &Array, start_axis: i32, end_axis: i32) -> Result<Array> {
 /// Splits axis `axis` into the axes `shape` (one entry may be `-1`).
 pub fn unflatten(a: &Array, axis: i32, shape: &[i32]) -> Result<Array> {
     if shape.is_empty() {
-        return Err(Error::invalid("unflatten", "the shape to unflatten into is empty"));
+        return Err(Error::invalid(
+            "unflatten",
+            "the shape to unflatten into is empty",
+        ));
     }
     let ax = normalize_axis("unflatten", axis, a.ndim())?;
     let sizes = shape::infer_shape("unflatten", &a.shape()[ax..=ax], shape)?;

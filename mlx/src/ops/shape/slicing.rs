@@ -176,22 +176,46 @@ pub fn slice_update(
 }
 
 /// Like [`slice_update`], adding `update` to the slice.
-pub fn slice_update_add(src: &Array, update: &Array, start: &[i32], stop: &[i32], strides: &[i32]) -> Result<Array> {
+pub fn slice_update_add(
+    src: &Array,
+    update: &Array,
+    start: &[i32],
+    stop: &[i32],
+    strides: &[i32],
+) -> Result<Array> {
     slice_update_impl(src, update, start, stop, strides, SliceUpdateType::Sum)
 }
 
 /// Like [`slice_update`], multiplying the slice by `update`.
-pub fn slice_update_prod(src: &Array, update: &Array, start: &[i32], stop: &[i32], strides: &[i32]) -> Result<Array> {
+pub fn slice_update_prod(
+    src: &Array,
+    update: &Array,
+    start: &[i32],
+    stop: &[i32],
+    strides: &[i32],
+) -> Result<Array> {
     slice_update_impl(src, update, start, stop, strides, SliceUpdateType::Prod)
 }
 
 /// Like [`slice_update`], keeping the maximum of the slice and `update`.
-pub fn slice_update_max(src: &Array, update: &Array, start: &[i32], stop: &[i32], strides: &[i32]) -> Result<Array> {
+pub fn slice_update_max(
+    src: &Array,
+    update: &Array,
+    start: &[i32],
+    stop: &[i32],
+    strides: &[i32],
+) -> Result<Array> {
     slice_update_impl(src, update, start, stop, strides, SliceUpdateType::Max)
 }
 
 /// Like [`slice_update`], keeping the minimum of the slice and `update`.
-pub fn slice_update_min(src: &Array, update: &Array, start: &[i32], stop: &[i32], strides: &[i32]) -> Result<Array> {
+pub fn slice_update_min(
+    src: &Array,
+    update: &Array,
+    start: &[i32],
+    stop: &[i32],
+    strides: &[i32],
+) -> Result<Array> {
     slice_update_impl(src, update, start, stop, strides, SliceUpdateType::Min)
 }
 
@@ -227,7 +251,10 @@ fn dynamic_axes(op: &str, a: &Array, start: &Array, axes: &[i32]) -> Result<Vec<
 pub fn slice_dynamic(a: &Array, start: &Array, axes: &[i32], slice_size: &[i32]) -> Result<Array> {
     let axes = dynamic_axes("slice_dynamic", a, start, axes)?;
     let ok = slice_size.len() == a.ndim()
-        && slice_size.iter().zip(a.shape()).all(|(&s, &d)| (0..=d).contains(&s));
+        && slice_size
+            .iter()
+            .zip(a.shape())
+            .all(|(&s, &d)| (0..=d).contains(&s));
     if !ok {
         return Err(Error::invalid(
             "slice_dynamic",
@@ -250,7 +277,12 @@ pub fn slice_dynamic(a: &Array, start: &Array, axes: &[i32], slice_size: &[i32])
 /// `start` replaced by `update` (cast to `src`'s dtype; missing leading
 /// axes are broadcast). Starts are clamped so the update fits. MLX's
 /// `mx.slice_update`.
-pub fn slice_update_dynamic(src: &Array, update: &Array, start: &Array, axes: &[i32]) -> Result<Array> {
+pub fn slice_update_dynamic(
+    src: &Array,
+    update: &Array,
+    start: &Array,
+    axes: &[i32],
+) -> Result<Array> {
     let axes = dynamic_axes("slice_update_dynamic", src, start, axes)?;
     if update.ndim() > src.ndim() {
         return Err(Error::invalid(

@@ -99,7 +99,7 @@ pub(crate) fn combine_into<T: Element>(
     shape: &[i32],
     f: impl Fn(T, T) -> T + Sync,
 ) {
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return;
     }
     let s = src.buffer.as_slice::<T>();
@@ -145,19 +145,21 @@ pub(crate) fn combine_into<T: Element>(
     } else if dense && n >= PAR_THRESHOLD {
         // One long run: split it into chunks.
         let (sb, db) = rows[0];
-        (0..n.div_ceil(PAR_THRESHOLD)).into_par_iter().for_each(|c| {
-            let lo = c * PAR_THRESHOLD;
-            let hi = (lo + PAR_THRESHOLD).min(n);
-            for i in lo..hi {
-                let j = db as usize + i;
-                assert!(j < dst_len, "destination index in bounds");
-                // SAFETY: as above; chunks are disjoint.
-                unsafe {
-                    let p = (addr as *mut T).add(j);
-                    p.write(f(p.read(), s[sb as usize + i]));
+        (0..n.div_ceil(PAR_THRESHOLD))
+            .into_par_iter()
+            .for_each(|c| {
+                let lo = c * PAR_THRESHOLD;
+                let hi = (lo + PAR_THRESHOLD).min(n);
+                for i in lo..hi {
+                    let j = db as usize + i;
+                    assert!(j < dst_len, "destination index in bounds");
+                    // SAFETY: as above; chunks are disjoint.
+                    unsafe {
+                        let p = (addr as *mut T).add(j);
+                        p.write(f(p.read(), s[sb as usize + i]));
+                    }
                 }
-            }
-        });
+            });
     } else {
         rows.iter().for_each(run);
     }

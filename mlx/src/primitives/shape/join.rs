@@ -36,7 +36,10 @@ impl Primitive for Concatenate {
             let same = s.shape.len() == first.shape.len()
                 && (0..s.shape.len()).all(|i| i == ax || s.shape[i] == first.shape[i]);
             if !same || s.dtype != first.dtype {
-                let all: Vec<String> = inputs.iter().map(|s| format!("{} {:?}", s.dtype, s.shape)).collect();
+                let all: Vec<String> = inputs
+                    .iter()
+                    .map(|s| format!("{} {:?}", s.dtype, s.shape))
+                    .collect();
                 return Err(Error::invalid(
                     "Concatenate",
                     format!(
@@ -49,8 +52,12 @@ impl Primitive for Concatenate {
             total += s.shape[ax] as i64;
         }
         let mut shape = first.shape.clone();
-        shape[ax] = i32::try_from(total)
-            .map_err(|_| Error::invalid("Concatenate", format!("axis {ax} would hold {total} elements")))?;
+        shape[ax] = i32::try_from(total).map_err(|_| {
+            Error::invalid(
+                "Concatenate",
+                format!("axis {ax} would hold {total} elements"),
+            )
+        })?;
         Ok(vec![Spec::new(shape, first.dtype)])
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {

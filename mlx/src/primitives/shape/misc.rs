@@ -147,9 +147,12 @@ pub(crate) fn view_shape(op: &str, shape: &[i32], from: Dtype, to: Dtype) -> Res
         }
         *last /= ob / ib;
     } else {
-        *last = last
-            .checked_mul(ib / ob)
-            .ok_or_else(|| Error::invalid(op, format!("viewing {shape:?} as {to} overflows the last axis")))?;
+        *last = last.checked_mul(ib / ob).ok_or_else(|| {
+            Error::invalid(
+                op,
+                format!("viewing {shape:?} as {to} overflows the last axis"),
+            )
+        })?;
     }
     Ok(out)
 }
@@ -172,7 +175,10 @@ impl Primitive for View {
             let bytes = row_major(&d, a.spec());
             let src = &bytes.buffer.bytes()[bytes.offset * ib..(bytes.offset + a.size()) * ib];
             let norm: Vec<u8> = src.iter().map(|&b| (b != 0) as u8).collect();
-            return Ok(vec![Data::contiguous(Buffer::from_bytes(&norm), &out[0].shape)]);
+            return Ok(vec![Data::contiguous(
+                Buffer::from_bytes(&norm),
+                &out[0].shape,
+            )]);
         }
         if ib == ob {
             return Ok(vec![d]);
@@ -181,8 +187,9 @@ impl Primitive for View {
             return Ok(vec![v]);
         }
         let c = contiguous_copy(&d, a.spec());
-        let v = reinterpret(&c, a.shape(), ib, ob)
-            .ok_or_else(|| Error::unsupported("View", "a row-major copy could not be reinterpreted"))?;
+        let v = reinterpret(&c, a.shape(), ib, ob).ok_or_else(|| {
+            Error::unsupported("View", "a row-major copy could not be reinterpreted")
+        })?;
         Ok(vec![v])
     }
 }
@@ -204,7 +211,7 @@ fn reinterpret(d: &Data, shape: &[i32], ib: usize, ob: usize) -> Option<Data> {
         d.offset * r as usize
     } else {
         let r = (ob / ib) as isize;
-        if d.offset % r as usize != 0 || strides[..nd - 1].iter().any(|s| s % r != 0) {
+        if !d.offset.is_multiple_of(r as usize) || strides[..nd - 1].iter().any(|s| s % r != 0) {
             return None;
         }
         strides[..nd - 1].iter_mut().for_each(|s| *s /= r);

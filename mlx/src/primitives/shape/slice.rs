@@ -105,8 +105,14 @@ fn slice_layout(
 
 /// Checks that each slice position lies inside its axis, so a view can
 /// never reach a neighbouring row (the buffer check alone cannot see that).
-fn check_slice_inside(op: &str, shape: &[i32], out: &[i32], start: &[i32], strides: &[i32]) -> Result<()> {
-    if out.iter().any(|&d| d == 0) {
+fn check_slice_inside(
+    op: &str,
+    shape: &[i32],
+    out: &[i32],
+    start: &[i32],
+    strides: &[i32],
+) -> Result<()> {
+    if out.contains(&0) {
         return Ok(());
     }
     for i in 0..shape.len() {
@@ -156,9 +162,21 @@ impl Primitive for Slice {
         let a = &inputs[0];
         let shape = &out[0].shape;
         if shape.len() != a.ndim() {
-            return Err(Error::invalid("Slice", format!("output shape {shape:?} does not match input shape {:?}", a.shape())));
+            return Err(Error::invalid(
+                "Slice",
+                format!(
+                    "output shape {shape:?} does not match input shape {:?}",
+                    a.shape()
+                ),
+            ));
         }
-        check_slice_inside("Slice", a.shape(), shape, &self.start_indices, &self.strides)?;
+        check_slice_inside(
+            "Slice",
+            a.shape(),
+            shape,
+            &self.start_indices,
+            &self.strides,
+        )?;
         let d = a.data()?;
         let len = d.buffer.len() / a.dtype().size();
         let (offset, strides) = slice_layout(
@@ -240,7 +258,10 @@ impl Primitive for SliceUpdate {
         if dst.dtype != upd.dtype {
             return Err(Error::invalid(
                 "SliceUpdate",
-                format!("the update must have the destination's dtype {}, found {}", dst.dtype, upd.dtype),
+                format!(
+                    "the update must have the destination's dtype {}, found {}",
+                    dst.dtype, upd.dtype
+                ),
             ));
         }
         let shape = slice_shape(
@@ -263,7 +284,13 @@ impl Primitive for SliceUpdate {
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let (dst, upd) = (&inputs[0], &inputs[1]);
-        check_slice_inside("SliceUpdate", dst.shape(), upd.shape(), &self.start_indices, &self.strides)?;
+        check_slice_inside(
+            "SliceUpdate",
+            dst.shape(),
+            upd.shape(),
+            &self.start_indices,
+            &self.strides,
+        )?;
         let mut buf = writable_copy(dst, &out[0])?;
         update_region(
             "SliceUpdate",
@@ -324,7 +351,13 @@ fn check_start_spec(op: &str, start: &Spec, axes: usize) -> Result<()> {
 }
 
 /// Per-axis starts, clamped so that a slice of `size` fits in `dims`.
-fn clamped_starts(ndim: usize, axes: &[usize], starts: &[i64], dims: &[i32], size: &[i32]) -> Vec<i32> {
+fn clamped_starts(
+    ndim: usize,
+    axes: &[usize],
+    starts: &[i64],
+    dims: &[i32],
+    size: &[i32],
+) -> Vec<i32> {
     let mut out = vec![0i32; ndim];
     for (&ax, &s) in axes.iter().zip(starts) {
         let hi = Ord::max(dims[ax] - size[ax], 0) as i64;
@@ -350,7 +383,11 @@ impl Primitive for DynamicSlice {
         normalize_axes("DynamicSlice", &self.axes, a.shape.len())?;
         check_start_spec("DynamicSlice", &inputs[1], self.axes.len())?;
         let ok = self.slice_size.len() == a.shape.len()
-            && self.slice_size.iter().zip(&a.shape).all(|(&s, &d)| (0..=d).contains(&s));
+            && self
+                .slice_size
+                .iter()
+                .zip(&a.shape)
+                .all(|(&s, &d)| (0..=d).contains(&s));
         if !ok {
             return Err(Error::invalid(
                 "DynamicSlice",
@@ -371,8 +408,15 @@ impl Primitive for DynamicSlice {
         check_slice_inside("DynamicSlice", a.shape(), &out[0].shape, &start, &ones)?;
         let d = a.data()?;
         let len = d.buffer.len() / a.dtype().size();
-        let (offset, strides) =
-            slice_layout("DynamicSlice", &out[0].shape, &d.strides, d.offset, &start, &ones, len)?;
+        let (offset, strides) = slice_layout(
+            "DynamicSlice",
+            &out[0].shape,
+            &d.strides,
+            d.offset,
+            &start,
+            &ones,
+            len,
+        )?;
         Ok(vec![Data {
             buffer: d.buffer,
             strides,
@@ -407,7 +451,10 @@ impl Primitive for DynamicSliceUpdate {
         if src.dtype != upd.dtype {
             return Err(Error::invalid(
                 "DynamicSliceUpdate",
-                format!("the update must have the destination's dtype {}, found {}", src.dtype, upd.dtype),
+                format!(
+                    "the update must have the destination's dtype {}, found {}",
+                    src.dtype, upd.dtype
+                ),
             ));
         }
         let fits = upd.shape.len() == src.shape.len()
@@ -429,7 +476,13 @@ impl Primitive for DynamicSliceUpdate {
         let starts = read_starts("DynamicSliceUpdate", &inputs[2], axes.len())?;
         let start = clamped_starts(src.ndim(), &axes, &starts, src.shape(), upd.shape());
         let ones = vec![1; src.ndim()];
-        check_slice_inside("DynamicSliceUpdate", src.shape(), upd.shape(), &start, &ones)?;
+        check_slice_inside(
+            "DynamicSliceUpdate",
+            src.shape(),
+            upd.shape(),
+            &start,
+            &ones,
+        )?;
         let mut buf = writable_copy(src, &out[0])?;
         update_region(
             "DynamicSliceUpdate",

@@ -181,7 +181,7 @@ impl Primitive for BroadcastAxes {
 /// contiguous within itself). `None` when a copy is needed. Public so that
 /// tests can check the rule directly.
 pub fn reshape_strides(from: &[i32], strides: &[isize], to: &[i32]) -> Option<Vec<isize>> {
-    if from.iter().any(|&d| d == 0) {
+    if from.contains(&0) {
         return None;
     }
     let (od, os): (Vec<i64>, Vec<isize>) = from
@@ -275,8 +275,9 @@ pub(crate) fn infer_shape(op: &str, from: &[i32], shape: &[i32]) -> Result<Vec<i
                 format!("cannot reshape array of shape {from:?} ({size} elements) into {shape:?}"),
             ));
         }
-        out[i] = i32::try_from(size / known)
-            .map_err(|_| Error::invalid(op, format!("inferred dimension of {shape:?} is too large")))?;
+        out[i] = i32::try_from(size / known).map_err(|_| {
+            Error::invalid(op, format!("inferred dimension of {shape:?} is too large"))
+        })?;
     } else if known != size {
         return Err(Error::invalid(
             op,
@@ -345,8 +346,9 @@ impl Primitive for Flatten {
         }
         let (a, b) = (a as usize, b as usize);
         let merged = s[a..=b].iter().map(|&d| d as i64).product::<i64>();
-        let merged = i32::try_from(merged)
-            .map_err(|_| Error::invalid("Flatten", format!("flattening {s:?} overflows a dimension")))?;
+        let merged = i32::try_from(merged).map_err(|_| {
+            Error::invalid("Flatten", format!("flattening {s:?} overflows a dimension"))
+        })?;
         let shape: Vec<i32> = s[..a]
             .iter()
             .copied()
@@ -375,7 +377,10 @@ impl Primitive for Unflatten {
         let s = &inputs[0].shape;
         let ax = normalize_axis("Unflatten", self.axis, s.len())?;
         if self.shape.is_empty() {
-            return Err(Error::invalid("Unflatten", "the shape to unflatten into is empty"));
+            return Err(Error::invalid(
+                "Unflatten",
+                "the shape to unflatten into is empty",
+            ));
         }
         let parts = infer_shape("Unflatten", &s[ax..=ax], &self.shape)?;
         let shape: Vec<i32> = s[..ax]
