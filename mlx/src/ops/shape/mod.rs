@@ -3,7 +3,7 @@
 //!
 //! - this file: reshape, flatten, unflatten, transpose, swapaxes, moveaxis,
 //!   broadcast_to, broadcast_arrays, expand_dims, squeeze, atleast_1d/2d/3d;
-//! - [`slicing`](self): slice, slice_axis, flip, slice_update (+ reductions),
+//! - slicing: slice, slice_axis, flip, slice_update (+ reductions),
 //!   slice_dynamic, slice_update_dynamic;
 //! - joins: concatenate, stack, split, split_at, pad, tile, repeat;
 //! - misc: view, as_strided, copy, stop_gradient, depends, number_of_elements.
