@@ -10,7 +10,10 @@ mod state;
 mod wire;
 
 pub use registry::{lookup, registered, registry_problems, PrimitiveEntry};
-pub use state::{cbor_field, cbor_field_or_default, cbor_map, StateField, StateValue};
+pub use state::{
+    cbor_field, cbor_field_or_default, cbor_field_with, cbor_field_with_default, cbor_map, StateField,
+    StateValue,
+};
 pub use wire::{MlxReader, MlxWriter};
 
 use crate::{Array, Data, Dtype, Error, Result};
@@ -20,11 +23,14 @@ use std::fmt::Debug;
 /// The shape and dtype of one array: what shape inference computes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Spec {
+    /// Dimensions, outermost first (empty for a scalar).
     pub shape: Vec<i32>,
+    /// Element type.
     pub dtype: Dtype,
 }
 
 impl Spec {
+    /// A spec from a shape and a dtype.
     pub fn new(shape: impl Into<Vec<i32>>, dtype: Dtype) -> Spec {
         Spec {
             shape: shape.into(),
@@ -49,11 +55,18 @@ pub trait PrimitiveState: Send + Sync + Debug + 'static {
     fn encode_cbor(&self) -> ciborium::Value;
     /// The state in MLX's positional little-endian layout.
     fn write_mlx(&self, w: &mut MlxWriter);
+    /// A boxed copy (graphs hold primitives as `Box<dyn Primitive>`).
     fn clone_boxed(&self) -> Box<dyn Primitive>;
+    /// For downcasting to the concrete struct.
     fn as_any(&self) -> &dyn Any;
 }
 
 /// An operation of the graph: shape rule, CPU kernel and derivatives.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` derives Primitive but does not implement the `Primitive` trait",
+    label = "missing `impl Primitive for {Self}`",
+    note = "write `impl mlx::Primitive for {Self} {{ fn output_specs(..) {{ .. }} fn eval(..) {{ .. }} }}`: the derive provides the state and codecs, the impl provides the shape rule and the kernel"
+)]
 pub trait Primitive: PrimitiveState {
     /// Output shapes and dtypes for inputs of these shapes and dtypes.
     /// Errors here are the shape errors users see.
@@ -107,3 +120,25 @@ impl Clone for Box<dyn Primitive> {
 /// Compile-time check emitted by the derive for every `#[state]` field.
 #[doc(hidden)]
 pub fn assert_state_field<T: StateField>() {}
+
+/// How generated code boxes the struct as a `dyn Primitive`. Going through
+/// this trait (with a blanket impl that is not recommended) turns a missing
+/// `impl Primitive` into one error at the struct's name, with a message that
+/// says what to write, instead of a list of every primitive in the crate.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` derives Primitive but does not implement the `Primitive` trait",
+    label = "missing `impl Primitive for {Self}`",
+    note = "write `impl mlx::Primitive for {Self} {{ fn output_specs(..) {{ .. }} fn eval(..) {{ .. }} }}`: the derive provides the state and codecs, the impl provides the shape rule and the kernel"
+)]
+pub trait IntoPrimitive {
+    /// `Box::new(self)` as a `dyn Primitive`.
+    fn into_boxed(self) -> Box<dyn Primitive>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Primitive> IntoPrimitive for T {
+    fn into_boxed(self) -> Box<dyn Primitive> {
+        Box::new(self)
+    }
+}
