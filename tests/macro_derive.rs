@@ -226,7 +226,13 @@ fn cbor_is_a_map_keyed_by_field_name() {
     };
     let keys: Vec<_> = entries.iter().map(|(k, _)| k.as_text().unwrap()).collect();
     assert_eq!(keys, sink().state_names());
-    let get = |k: &str| &entries.iter().find(|(key, _)| key.as_text() == Some(k)).unwrap().1;
+    let get = |k: &str| {
+        &entries
+            .iter()
+            .find(|(key, _)| key.as_text() == Some(k))
+            .unwrap()
+            .1
+    };
     assert_eq!(get("dtype"), &text("bfloat16"));
     assert_eq!(get("flavor"), &text("Fancy"));
     assert_eq!(get("bound"), &CborValue::Float(4.5));
@@ -302,7 +308,8 @@ fn state_default_fills_missing_cbor_fields() {
         (text("axis"), CborValue::Integer(3.into())),
         (text("note"), text("n")),
     ]);
-    let p: WithDefaults = downcast(&*(lookup("TestWithDefaults").unwrap().decode_cbor)(&map).unwrap());
+    let p: WithDefaults =
+        downcast(&*(lookup("TestWithDefaults").unwrap().decode_cbor)(&map).unwrap());
     assert_eq!(
         p,
         WithDefaults {
@@ -389,7 +396,10 @@ fn skip_mlx_fields_are_not_on_the_wire() {
         }
     );
     // Still part of the state and of the native encoding.
-    assert_eq!(q.state()[2], StateValue::Str("kept in native files only".into()));
+    assert_eq!(
+        q.state()[2],
+        StateValue::Str("kept in native files only".into())
+    );
 }
 
 #[test]

@@ -170,7 +170,11 @@ fn hostile_vector_count_is_rejected_before_allocating() {
 fn count_is_checked_against_element_size() {
     // 4 elements of i32 need 16 bytes; 15 are left.
     let err = read::<Vec<i32>>(&count(4, &[0; 15])).unwrap_err();
-    assert!(err.to_string().contains("count 4 cannot fit in the 15 bytes left"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("count 4 cannot fit in the 15 bytes left"),
+        "{err}"
+    );
     assert_eq!(read::<Vec<i32>>(&count(4, &[0; 16])).unwrap(), vec![0; 4]);
     // Each inner list takes at least its 8-byte count.
     let err = read::<Vec<Vec<i32>>>(&count(3, &[0; 23])).unwrap_err();
@@ -200,7 +204,10 @@ fn truncation_at_every_byte_is_an_error() {
     for k in 0..bytes.len() {
         match decode(&bytes[..k]) {
             Err(Error::Format { msg, .. }) => {
-                assert!(msg.contains("truncated") || msg.contains("cannot fit"), "{msg}")
+                assert!(
+                    msg.contains("truncated") || msg.contains("cannot fit"),
+                    "{msg}"
+                )
             }
             Err(e) => panic!("prefix of {k} bytes: unexpected error kind {e}"),
             Ok(p) => panic!("prefix of {k} bytes decoded as {p:?}"),
@@ -215,7 +222,10 @@ fn bool_must_be_zero_or_one() {
     for b in [2u8, 3, 0x80, 0xff] {
         let err = read::<bool>(&[b]).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains(&format!("expected a bool (0 or 1), found {b}")), "{msg}");
+        assert!(
+            msg.contains(&format!("expected a bool (0 or 1), found {b}")),
+            "{msg}"
+        );
         assert!(msg.contains("at byte 0"), "{msg}");
     }
     // The has-value byte of an optional is a bool too.
@@ -236,14 +246,19 @@ fn dtype_size_byte_must_match() {
     }
     let err = dtype(10, 2).unwrap_err();
     assert!(
-        err.to_string().contains("dtype float32 has item size 4, the file says 2"),
+        err.to_string()
+            .contains("dtype float32 has item size 4, the file says 2"),
         "{err}"
     );
     let err = dtype(13, 4).unwrap_err();
     assert!(err.to_string().contains("item size 8"), "{err}");
     for bad in [-1, 14, 1000] {
         let err = dtype(bad, 4).unwrap_err();
-        assert!(err.to_string().contains(&format!("unknown dtype code {bad}")), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("unknown dtype code {bad}")),
+            "{err}"
+        );
     }
 }
 
@@ -268,7 +283,11 @@ fn reader_reports_position_and_remaining() {
     assert_eq!(r.i32().unwrap(), 1);
     assert_eq!((r.pos(), r.remaining()), (4, 1));
     let err = r.i32().unwrap_err();
-    assert!(err.to_string().contains("at byte 4: truncated: i32 needs 4 bytes, 1 left"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("at byte 4: truncated: i32 needs 4 bytes, 1 left"),
+        "{err}"
+    );
     // A failed read consumes nothing.
     assert_eq!(r.u8().unwrap(), 9);
     assert_eq!(r.remaining(), 0);

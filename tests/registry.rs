@@ -47,7 +47,10 @@ fn registered_is_sorted_and_names_are_well_formed() {
     assert!(entries.windows(2).all(|w| w[0].name <= w[1].name));
     for e in &entries {
         for n in std::iter::once(&e.name).chain(e.aliases) {
-            assert!(!n.is_empty() && !n.contains(char::is_whitespace), "bad name {n:?}");
+            assert!(
+                !n.is_empty() && !n.contains(char::is_whitespace),
+                "bad name {n:?}"
+            );
         }
     }
 }
@@ -70,7 +73,10 @@ fn lookup_of_unknown_name_lists_known_names() {
     };
     assert_eq!(name, "NoSuchPrimitive");
     for n in EXPECTED {
-        assert!(known.split(", ").any(|k| k == *n), "{n} missing from: {known}");
+        assert!(
+            known.split(", ").any(|k| k == *n),
+            "{n} missing from: {known}"
+        );
     }
     let msg = err.to_string();
     assert!(msg.contains("unknown primitive `NoSuchPrimitive`"), "{msg}");

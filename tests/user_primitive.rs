@@ -46,7 +46,10 @@ fn evaluates_in_a_graph_with_mlx_ops() {
         .collect();
     let got = y.to_vec::<f32>().unwrap();
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "element {i}: {g} vs {w}");
+        assert!(
+            (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+            "element {i}: {g} vs {w}"
+        );
     }
 }
 
@@ -84,22 +87,26 @@ fn strided_inputs() {
     let row = Array::from_slice(&[-3.0f32, -0.1, 0.2, 4.0], &[4]).unwrap();
     let bc = ops::broadcast_to(&row, &[3, 4]).unwrap();
     let y = soft_shrink(&bc, 1.0).unwrap();
-    assert_eq!(
-        y.to_vec::<f32>().unwrap(),
-        [-2.0, 0.0, 0.0, 3.0].repeat(3)
-    );
+    assert_eq!(y.to_vec::<f32>().unwrap(), [-2.0, 0.0, 0.0, 3.0].repeat(3));
 }
 
 #[test]
 fn special_values() {
-    let x = Array::from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 5.0], &[5]).unwrap();
+    let x = Array::from_slice(
+        &[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 5.0],
+        &[5],
+    )
+    .unwrap();
     let y = soft_shrink(&x, 1.0).unwrap().to_vec::<f32>().unwrap();
     assert!(y[0].is_nan());
     assert_eq!(&y[1..], &[f32::INFINITY, f32::NEG_INFINITY, 0.0, 4.0]);
     // λ = 0 is the identity on non-zero values; λ = ∞ zeroes finite values.
     let y = soft_shrink(&x, 0.0).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(y[4], 5.0);
-    let y = soft_shrink(&x, f32::INFINITY).unwrap().to_vec::<f32>().unwrap();
+    let y = soft_shrink(&x, f32::INFINITY)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert_eq!(&y[3..], &[0.0, 0.0]);
 }
 
@@ -108,7 +115,10 @@ fn bad_arguments_are_errors() {
     let x = Array::from_slice(&[1.0f32], &[1]).unwrap();
     for l in [-0.5, f32::NAN] {
         let err = soft_shrink(&x, l).unwrap_err().to_string();
-        assert!(err.contains("soft_shrink: lambda must be a non-negative number"), "{err}");
+        assert!(
+            err.contains("soft_shrink: lambda must be a non-negative number"),
+            "{err}"
+        );
     }
     let i = Array::from_slice(&[1i32, 2], &[2]).unwrap();
     let err = soft_shrink(&i, 0.5).unwrap_err().to_string();

@@ -99,21 +99,33 @@ fn struct_fields<'a>(cx: &mut Ctxt, input: &'a DeriveInput) -> Vec<&'a syn::Fiel
 fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>) {
     let mut name: Option<LitStr> = None;
     let mut aliases = Vec::new();
-    for attr in input.attrs.iter().filter(|a| a.path().is_ident("primitive")) {
+    for attr in input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("primitive"))
+    {
         let res = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("name") {
                 let lit: LitStr = meta.value()?.parse()?;
                 if name.is_some() {
-                    return Err(syn::Error::new(lit.span(), "duplicate `name` in #[primitive(..)]"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "duplicate `name` in #[primitive(..)]",
+                    ));
                 }
                 name = Some(lit);
             } else if meta.path.is_ident("aliases") {
                 let content;
                 syn::parenthesized!(content in meta.input);
-                let lits = content.parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
+                let lits = content
+                    .parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
                 aliases.extend(lits);
             } else {
-                return Err(unknown_key(&meta, "#[primitive(..)]", "`name` or `aliases`"));
+                return Err(unknown_key(
+                    &meta,
+                    "#[primitive(..)]",
+                    "`name` or `aliases`",
+                ));
             }
             Ok(())
         });
@@ -121,7 +133,8 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>) {
             cx.push(e);
         }
     }
-    let name = name.unwrap_or_else(|| LitStr::new(&input.ident.unraw().to_string(), input.ident.span()));
+    let name =
+        name.unwrap_or_else(|| LitStr::new(&input.ident.unraw().to_string(), input.ident.span()));
     (name, aliases)
 }
 
@@ -137,14 +150,20 @@ fn field(cx: &mut Ctxt, f: &syn::Field) -> Option<Field> {
     let mut seen: Option<&Attribute> = None;
     for attr in &f.attrs {
         if attr.path().is_ident("primitive") {
-            cx.error_at(attr, "#[primitive(..)] belongs on the struct, not on a field");
+            cx.error_at(
+                attr,
+                "#[primitive(..)] belongs on the struct, not on a field",
+            );
             continue;
         }
         if !attr.path().is_ident("state") {
             continue;
         }
         if seen.is_some() {
-            cx.error_at(attr, "duplicate #[state] attribute: put every key in one #[state(..)]");
+            cx.error_at(
+                attr,
+                "duplicate #[state] attribute: put every key in one #[state(..)]",
+            );
             continue;
         }
         seen = Some(attr);
@@ -158,7 +177,11 @@ fn field(cx: &mut Ctxt, f: &syn::Field) -> Option<Field> {
             } else if meta.path.is_ident("skip_mlx") {
                 &mut out.skip_mlx
             } else {
-                return Err(unknown_key(&meta, "#[state(..)]", "`default` or `skip_mlx`"));
+                return Err(unknown_key(
+                    &meta,
+                    "#[state(..)]",
+                    "`default` or `skip_mlx`",
+                ));
             };
             if *flag {
                 return Err(meta.error("duplicate key in #[state(..)]"));

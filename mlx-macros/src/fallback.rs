@@ -13,12 +13,17 @@ pub fn expand(model: &Model, errors: syn::Error) -> TokenStream {
     // A generic input already has its error; the bound keeps the stub from
     // adding "`T` may not live long enough" and friends to it.
     let mut generics = model.generics.clone();
-    generics.make_where_clause().predicates.push(syn::parse_quote!(
-        Self: 'static + ::core::marker::Send + ::core::marker::Sync + ::core::fmt::Debug
-    ));
+    generics
+        .make_where_clause()
+        .predicates
+        .push(syn::parse_quote!(
+            Self: 'static + ::core::marker::Send + ::core::marker::Sync + ::core::fmt::Debug
+        ));
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let p = quote!(::mlx::__private);
-    let never = quote!(::core::unreachable!("#[derive(Primitive)] failed to expand"));
+    let never = quote!(::core::unreachable!(
+        "#[derive(Primitive)] failed to expand"
+    ));
     quote! {
         #errors
         const _: () = {

@@ -34,7 +34,10 @@ impl SoftShrink {
         if self.lambda.is_nan() || self.lambda < 0.0 {
             return Err(Error::invalid(
                 "soft_shrink",
-                format!("lambda must be a non-negative number, found {}", self.lambda),
+                format!(
+                    "lambda must be a non-negative number, found {}",
+                    self.lambda
+                ),
             ));
         }
         if !matches!(

@@ -4,6 +4,47 @@
 //! A primitive is a plain struct with `#[derive(Primitive)]`, which
 //! implements [`PrimitiveState`] and registers the type; the author writes
 //! the [`Primitive`] impl (shape rule, kernel, gradient).
+//!
+//! `#[state]` fields are the primitive's state, in MLX's wire order;
+//! `#[state(default)]` may be missing from a native file, `#[state(skip_mlx)]`
+//! is not in MLX's layout; other fields are caches rebuilt with `Default`.
+//! `#[primitive(name = "..", aliases(..))]` sets the registry names. A crate
+//! outside `mlx` defines primitives the same way:
+//!
+//! ```
+//! use mlx::{Array, Data, Dtype, Error, Primitive, PrimitiveState, Result, Spec};
+//!
+//! /// Multiplies a float32 array by a constant.
+//! #[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+//! #[primitive(name = "DocScale")]
+//! pub struct DocScale {
+//!     #[state]
+//!     pub factor: f32,
+//! }
+//!
+//! impl Primitive for DocScale {
+//!     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+//!         match inputs {
+//!             [x] if x.dtype == Dtype::Float32 => Ok(vec![x.clone()]),
+//!             _ => Err(Error::invalid("DocScale", format!("expected one float32 input, found {inputs:?}"))),
+//!         }
+//!     }
+//!     fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>> {
+//!         let f = self.factor;
+//!         let y = mlx::backend::cpu::elementwise::unary(&inputs[0], &outputs[0], move |x: f32| x * f)?;
+//!         Ok(vec![y])
+//!     }
+//! }
+//!
+//! let x = Array::from_slice(&[1.0f32, 2.0], &[2])?;
+//! let y = Array::from_primitive(DocScale { factor: 3.0 }, vec![x])?;
+//! assert_eq!(y.to_vec::<f32>()?, [3.0, 6.0]);
+//! // Registered by the derive: a file naming "DocScale" decodes to it.
+//! let entry = mlx::primitive::lookup("DocScale")?;
+//! let decoded = (entry.decode_cbor)(&DocScale { factor: 3.0 }.encode_cbor())?;
+//! assert!(decoded.is_equivalent(&DocScale { factor: 3.0 }));
+//! # Ok::<(), mlx::Error>(())
+//! ```
 
 mod registry;
 mod state;
@@ -11,8 +52,8 @@ mod wire;
 
 pub use registry::{lookup, registered, registry_problems, PrimitiveEntry};
 pub use state::{
-    cbor_field, cbor_field_or_default, cbor_field_with, cbor_field_with_default, cbor_map, StateField,
-    StateValue,
+    cbor_field, cbor_field_or_default, cbor_field_with, cbor_field_with_default, cbor_map,
+    StateField, StateValue,
 };
 pub use wire::{MlxReader, MlxWriter};
 

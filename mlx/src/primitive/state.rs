@@ -60,7 +60,7 @@ impl std::fmt::Display for StateValue {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a #[state] field of a primitive",
     label = "this type has no state codec (`StateField`)",
-    note = "#[state] fields can be bool, i32, i64, u64, f32, f64, Dtype, String, Vec<T>, Option<T>, tuples of 2 or 3, or an enum defined with `mlx::state_enum!`",
+    note = "#[state] fields can be bool, i32, i64, u64, f32, f64, Dtype, String, an enum defined with `mlx::state_enum!`, and Vec<T>, Option<T> and tuples of 2 or 3 of those",
     note = "a field that is not part of the state (a cache) must not have #[state]; it is rebuilt with `Default`"
 )]
 pub trait StateField: Sized {
@@ -88,9 +88,9 @@ fn int_of(v: &Value) -> std::result::Result<i128, String> {
     }
 }
 
-// Concrete impls are `do_not_recommend`: an error about a field type then
-// shows the supported types from the trait's note, not a list of impls that
-// grows with every `state_enum!`.
+// Every impl is `do_not_recommend`: an error about a field type then names
+// the field's whole type and shows the supported types from the trait's
+// note, not a list of impls that grows with every `state_enum!`.
 macro_rules! int_field {
     ($($t:ty => $w:ident),*) => {$(
         #[diagnostic::do_not_recommend]
@@ -207,6 +207,7 @@ impl StateField for String {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<T: StateField> StateField for Vec<T> {
     const MLX_MIN_BYTES: usize = 8;
     fn to_state(&self) -> StateValue {
@@ -246,6 +247,7 @@ impl<T: StateField> StateField for Vec<T> {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<T: StateField> StateField for Option<T> {
     fn to_state(&self) -> StateValue {
         StateValue::Optional(self.as_ref().map(|x| Box::new(x.to_state())))
@@ -277,6 +279,7 @@ impl<T: StateField> StateField for Option<T> {
 
 macro_rules! tuple_field {
     ($($n:tt $T:ident),+) => {
+        #[diagnostic::do_not_recommend]
         impl<$($T: StateField),+> StateField for ($($T,)+) {
             const MLX_MIN_BYTES: usize = 0 $(+ $T::MLX_MIN_BYTES)+;
             fn to_state(&self) -> StateValue { StateValue::List(vec![$(self.$n.to_state()),+]) }
