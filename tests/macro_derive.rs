@@ -493,3 +493,49 @@ proptest! {
         prop_assert!(back.is_equivalent(&p));
     }
 }
+
+/// `crate = ".."` for a crate that reaches mlx under another name.
+mod renamed {
+    use mlx as engine;
+
+    /// Generated code goes through `engine::__private`.
+    #[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+    #[primitive(name = "TestRenamedCrate", crate = "engine")]
+    pub struct Renamed {
+        #[state]
+        pub k: i32,
+    }
+
+    impl engine::Primitive for Renamed {
+        fn output_specs(&self, inputs: &[engine::Spec]) -> engine::Result<Vec<engine::Spec>> {
+            Ok(inputs.to_vec())
+        }
+        fn eval(
+            &self,
+            _: &[engine::Array],
+            _: &[engine::Spec],
+        ) -> engine::Result<Vec<engine::Data>> {
+            Ok(Vec::new())
+        }
+    }
+}
+
+#[test]
+fn crate_path_can_be_renamed() {
+    let p = renamed::Renamed { k: 5 };
+    let back = cbor_round_trip(&p).unwrap();
+    assert!(back.is_equivalent(&p));
+}
+
+#[test]
+fn primitive_defined_inside_a_function_registers() {
+    #[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+    #[primitive(name = "TestLocalPrimitive")]
+    struct Local {
+        #[state]
+        on: bool,
+    }
+    no_kernel!(Local);
+    let back = cbor_round_trip(&Local { on: true }).unwrap();
+    assert_eq!(downcast::<Local>(&*back), Local { on: true });
+}

@@ -20,6 +20,9 @@ pub struct Model {
     pub name: LitStr,
     /// Other names the registry resolves to this primitive.
     pub aliases: Vec<LitStr>,
+    /// Path of the `mlx` crate: `#[primitive(crate = "..")]`, default `::mlx`
+    /// (for a crate that renamed its dependency).
+    pub krate: syn::Path,
     pub fields: Vec<Field>,
 }
 
@@ -53,12 +56,13 @@ impl Model {
             );
         }
         let fields = struct_fields(cx, input);
-        let (name, aliases) = primitive_attr(cx, input);
+        let (name, aliases, krate) = primitive_attr(cx, input);
         Model {
             ident: input.ident.clone(),
             generics: input.generics.clone(),
             name,
             aliases,
+            krate,
             fields: fields.iter().filter_map(|f| field(cx, f)).collect(),
         }
     }
@@ -95,10 +99,11 @@ fn struct_fields<'a>(cx: &mut Ctxt, input: &'a DeriveInput) -> Vec<&'a syn::Fiel
     }
 }
 
-/// `#[primitive(name = "..", aliases("..", ..))]` on the struct.
-fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>) {
+/// `#[primitive(name = "..", aliases("..", ..), crate = "..")]` on the struct.
+fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, syn::Path) {
     let mut name: Option<LitStr> = None;
     let mut aliases = Vec::new();
+    let mut krate: Option<syn::Path> = None;
     for attr in input
         .attrs
         .iter()
@@ -120,11 +125,20 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>) {
                 let lits = content
                     .parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
                 aliases.extend(lits);
+            } else if meta.path.is_ident("crate") {
+                let lit: LitStr = meta.value()?.parse()?;
+                if krate.is_some() {
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "duplicate `crate` in #[primitive(..)]",
+                    ));
+                }
+                krate = Some(lit.parse()?);
             } else {
                 return Err(unknown_key(
                     &meta,
                     "#[primitive(..)]",
-                    "`name` or `aliases`",
+                    "`name`, `aliases` or `crate`",
                 ));
             }
             Ok(())
@@ -135,7 +149,8 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>) {
     }
     let name =
         name.unwrap_or_else(|| LitStr::new(&input.ident.unraw().to_string(), input.ident.span()));
-    (name, aliases)
+    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::mlx));
+    (name, aliases, krate)
 }
 
 /// One field and its `#[state(..)]` attribute.

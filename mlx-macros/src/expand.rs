@@ -18,7 +18,8 @@ pub fn expand(model: &Model) -> TokenStream {
     let ident = &model.ident;
     let name = &model.name;
     let aliases = &model.aliases;
-    let p = quote!(::mlx::__private);
+    let krate = &model.krate;
+    let p = quote!(#krate::__private);
 
     let state: Vec<&Field> = model.fields.iter().filter(|f| f.state).collect();
     let state_names: Vec<String> = state.iter().map(|f| f.key()).collect();

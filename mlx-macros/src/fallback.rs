@@ -20,7 +20,8 @@ pub fn expand(model: &Model, errors: syn::Error) -> TokenStream {
             Self: 'static + ::core::marker::Send + ::core::marker::Sync + ::core::fmt::Debug
         ));
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
-    let p = quote!(::mlx::__private);
+    let krate = &model.krate;
+    let p = quote!(#krate::__private);
     let never = quote!(::core::unreachable!(
         "#[derive(Primitive)] failed to expand"
     ));

@@ -13,7 +13,8 @@
 //! Attributes:
 //! - `#[primitive(name = "Name", aliases("Other", ..))]` on the struct: the
 //!   registry name (default: the struct's name) and extra names that resolve
-//!   to it.
+//!   to it. `crate = "path"` names the `mlx` crate when a dependency was
+//!   renamed (default `::mlx`).
 //! - `#[state]` on a field: part of the primitive's state, in declaration
 //!   order. `#[state(default)]`: may be missing from a native file (decoded
 //!   as `Default`). `#[state(skip_mlx)]`: not in MLX's wire layout (decoded
