@@ -326,7 +326,7 @@ macro_rules! state_enum {
             /// The variant's name.
             pub fn name(self) -> &'static str { match self { $($name::$var => stringify!($var)),+ } }
             /// The variant with MLX code `v`.
-            pub fn from_code(v: i32) -> Option<$name> { Self::ALL.iter().copied().find(|x| *x as i32 == v) }
+            pub fn from_code(v: i32) -> ::core::option::Option<$name> { Self::ALL.iter().copied().find(|x| *x as i32 == v) }
         }
 
         #[diagnostic::do_not_recommend]
@@ -336,17 +336,17 @@ macro_rules! state_enum {
                 $crate::__private::StateValue::Enum { name: self.name(), value: *self as i32 }
             }
             fn to_cbor(&self) -> $crate::__private::CborValue {
-                $crate::__private::CborValue::Text(self.name().to_string())
+                $crate::__private::CborValue::Text(::std::string::String::from(self.name()))
             }
-            fn from_cbor(v: &$crate::__private::CborValue) -> ::std::result::Result<Self, String> {
-                let s = v.as_text().ok_or_else(|| format!("expected a {} name, found {v:?}", stringify!($name)))?;
+            fn from_cbor(v: &$crate::__private::CborValue) -> ::core::result::Result<Self, ::std::string::String> {
+                let s = v.as_text().ok_or_else(|| ::std::format!("expected a {} name, found {v:?}", stringify!($name)))?;
                 Self::ALL.iter().copied().find(|x| x.name() == s)
-                    .ok_or_else(|| format!("unknown {} `{s}`", stringify!($name)))
+                    .ok_or_else(|| ::std::format!("unknown {} `{s}`", stringify!($name)))
             }
             fn write_mlx(&self, w: &mut $crate::__private::MlxWriter) { w.i32(*self as i32) }
             fn read_mlx(r: &mut $crate::__private::MlxReader<'_>) -> $crate::Result<Self> {
                 let v = r.i32()?;
-                Self::from_code(v).ok_or_else(|| r.error(format!("unknown {} code {v}", stringify!($name))))
+                Self::from_code(v).ok_or_else(|| r.error(::std::format!("unknown {} code {v}", stringify!($name))))
             }
         }
     };
