@@ -77,6 +77,7 @@ pub fn expand(model: &Model) -> TokenStream {
         const _: () = {
             #as_primitive
 
+            #[automatically_derived]
             impl #p::PrimitiveState for #ident {
                 fn name(&self) -> &'static str { #name }
                 fn state_names(&self) -> &'static [&'static str] { &[#(#state_names),*] }

@@ -28,6 +28,7 @@ pub fn expand(model: &Model, errors: syn::Error) -> TokenStream {
     quote! {
         #errors
         const _: () = {
+            #[automatically_derived]
             impl #impl_generics #p::PrimitiveState for #ident #ty_generics #where_clause {
                 fn name(&self) -> &'static str { #never }
                 fn state_names(&self) -> &'static [&'static str] { #never }
