@@ -2,94 +2,114 @@
 //!
 //! Everything is named through `::mlx::__private`, so a user crate needs only
 //! `mlx` as a dependency, and wrapped in `const _: () = { .. };` so nothing
-//! leaks into the user's namespace.
+//! leaks into the user's namespace. Local names start with `__` so a user's
+//! constant of the same name cannot turn a binding into a pattern.
+//!
+//! Every use of a field's type is spanned on that type: if the type lacks a
+//! codec (`StateField`) or `Default`, the error points at the field.
 
-use crate::attr::Model;
+use crate::attr::{Field, Model};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
+/// The impls and the registry entry for a valid model.
 pub fn expand(model: &Model) -> TokenStream {
     let ident = &model.ident;
     let name = &model.name;
     let aliases = &model.aliases;
-    let p = quote!(::mlx::__private);
+    let krate = &model.krate;
+    let p = quote!(#krate::__private);
 
-    let state: Vec<_> = model.fields.iter().filter(|f| f.state).collect();
-    let state_idents: Vec<_> = state.iter().map(|f| &f.ident).collect();
-    let state_names: Vec<String> = state.iter().map(|f| f.ident.to_string()).collect();
-
-    // A compile-time check per state field, spanned on its type, so a type
-    // without a codec is reported at the field that uses it.
-    let field_checks = state.iter().map(|f| {
-        let ty = &f.ty;
+    let state: Vec<&Field> = model.fields.iter().filter(|f| f.state).collect();
+    let state_names: Vec<String> = state.iter().map(|f| f.key()).collect();
+    let to_state = state.iter().map(|f| {
+        let (id, ty) = (&f.ident, &f.ty);
+        quote_spanned!(ty.span()=> <#ty as #p::StateField>::to_state(&self.#id))
+    });
+    let to_cbor = state.iter().map(|f| {
+        let (id, ty, key) = (&f.ident, &f.ty, f.key());
         quote_spanned! {ty.span()=>
-            let _ = #p::assert_state_field::<#ty>;
+            (#p::CborValue::Text(::std::string::String::from(#key)),
+             <#ty as #p::StateField>::to_cbor(&self.#id))
         }
     });
-
     let mlx_writes = state.iter().filter(|f| !f.skip_mlx).map(|f| {
-        let id = &f.ident;
-        quote!(#p::StateField::write_mlx(&self.#id, w);)
+        let (id, ty) = (&f.ident, &f.ty);
+        quote_spanned!(ty.span()=> <#ty as #p::StateField>::write_mlx(&self.#id, __w);)
     });
-
     let cbor_inits = model.fields.iter().map(|f| {
-        let id = &f.ident;
-        let key = id.to_string();
-        if !f.state {
-            quote!(#id: ::core::default::Default::default())
+        let (id, ty, key) = (&f.ident, &f.ty, f.key());
+        let value = if !f.state {
+            quote_spanned!(ty.span()=> <#ty as ::core::default::Default>::default())
         } else if f.default {
-            quote!(#id: #p::cbor_field_or_default(map, #name, #key)?)
+            quote_spanned! {ty.span()=>
+                #p::cbor_field_with_default(
+                    __map, #name, #key,
+                    <#ty as #p::StateField>::from_cbor,
+                    <#ty as ::core::default::Default>::default,
+                )?
+            }
         } else {
-            quote!(#id: #p::cbor_field(map, #name, #key)?)
-        }
+            quote_spanned! {ty.span()=>
+                #p::cbor_field_with(__map, #name, #key, <#ty as #p::StateField>::from_cbor)?
+            }
+        };
+        quote!(#id: #value)
     });
-
     let mlx_inits = model.fields.iter().map(|f| {
-        let id = &f.ident;
-        if !f.state || f.skip_mlx {
-            quote!(#id: ::core::default::Default::default())
+        let (id, ty) = (&f.ident, &f.ty);
+        let value = if !f.state || f.skip_mlx {
+            quote_spanned!(ty.span()=> <#ty as ::core::default::Default>::default())
         } else {
-            quote!(#id: #p::StateField::read_mlx(r)?)
-        }
+            quote_spanned!(ty.span()=> <#ty as #p::StateField>::read_mlx(__r)?)
+        };
+        quote!(#id: #value)
     });
+    // The user's `impl Primitive` is checked here, at the struct's name.
+    let as_primitive = quote_spanned! {ident.span()=>
+        fn __as_primitive(__x: #ident) -> ::std::boxed::Box<dyn #p::Primitive> {
+            <#ident as #p::IntoPrimitive>::into_boxed(__x)
+        }
+    };
 
     quote! {
         const _: () = {
-            #[allow(dead_code)]
-            fn __check_fields() { #(#field_checks)* }
+            #as_primitive
 
+            #[automatically_derived]
             impl #p::PrimitiveState for #ident {
                 fn name(&self) -> &'static str { #name }
                 fn state_names(&self) -> &'static [&'static str] { &[#(#state_names),*] }
                 fn state(&self) -> ::std::vec::Vec<#p::StateValue> {
-                    ::std::vec![#(#p::StateField::to_state(&self.#state_idents)),*]
+                    ::std::vec![#(#to_state),*]
                 }
                 fn encode_cbor(&self) -> #p::CborValue {
-                    #p::CborValue::Map(::std::vec![
-                        #((#p::CborValue::Text(::std::string::String::from(#state_names)),
-                           #p::StateField::to_cbor(&self.#state_idents))),*
-                    ])
+                    #p::CborValue::Map(::std::vec![#(#to_cbor),*])
                 }
-                fn write_mlx(&self, w: &mut #p::MlxWriter) {
-                    let _ = &w;
+                fn write_mlx(&self, __w: &mut #p::MlxWriter) {
+                    let _ = &__w;
                     #(#mlx_writes)*
                 }
                 fn clone_boxed(&self) -> ::std::boxed::Box<dyn #p::Primitive> {
-                    ::std::boxed::Box::new(::core::clone::Clone::clone(self))
+                    __as_primitive(::core::clone::Clone::clone(self))
                 }
                 fn as_any(&self) -> &dyn ::core::any::Any { self }
             }
 
-            fn __decode_cbor(value: &#p::CborValue) -> #p::Result<::std::boxed::Box<dyn #p::Primitive>> {
-                let map = #p::cbor_map(value, #name)?;
-                let _ = &map;
-                ::core::result::Result::Ok(::std::boxed::Box::new(#ident { #(#cbor_inits),* }))
+            fn __decode_cbor(
+                __value: &#p::CborValue,
+            ) -> #p::Result<::std::boxed::Box<dyn #p::Primitive>> {
+                let __map = #p::cbor_map(__value, #name)?;
+                let _ = &__map;
+                ::core::result::Result::Ok(__as_primitive(#ident { #(#cbor_inits),* }))
             }
 
-            fn __decode_mlx(r: &mut #p::MlxReader<'_>) -> #p::Result<::std::boxed::Box<dyn #p::Primitive>> {
-                let _ = &r;
-                ::core::result::Result::Ok(::std::boxed::Box::new(#ident { #(#mlx_inits),* }))
+            fn __decode_mlx(
+                __r: &mut #p::MlxReader<'_>,
+            ) -> #p::Result<::std::boxed::Box<dyn #p::Primitive>> {
+                let _ = &__r;
+                ::core::result::Result::Ok(__as_primitive(#ident { #(#mlx_inits),* }))
             }
 
             #p::inventory::submit! {

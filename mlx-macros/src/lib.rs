@@ -5,12 +5,27 @@
 //! generates the state accessor, both wire codecs (CBOR and MLX's positional
 //! binary form) and a self-registering entry in the primitive table.
 //!
-//! Pipeline: [`attr`] parses the input into a typed model, collecting every
-//! error with its span; [`expand`] emits the code. On error the errors alone
-//! are emitted, so the user sees what is wrong and nothing else.
+//! Pipeline: [`attr`] parses the input into a typed model and [`check`]
+//! validates it, both collecting every error with its span in a
+//! [`ctxt::Ctxt`]; [`expand`] emits the code. On error, [`fallback`] emits the
+//! errors plus a stub impl, so the user sees what is wrong and nothing else.
+//!
+//! Attributes:
+//! - `#[primitive(name = "Name", aliases("Other", ..))]` on the struct: the
+//!   registry name (default: the struct's name) and extra names that resolve
+//!   to it. `crate = "path"` names the `mlx` crate when a dependency was
+//!   renamed (default `::mlx`).
+//! - `#[state]` on a field: part of the primitive's state, in declaration
+//!   order. `#[state(default)]`: may be missing from a native file (decoded
+//!   as `Default`). `#[state(skip_mlx)]`: not in MLX's wire layout (decoded
+//!   as `Default` from MLX files).
+//! - Fields without `#[state]` are caches, rebuilt with `Default` on decode.
 
 mod attr;
+mod check;
+mod ctxt;
 mod expand;
+mod fallback;
 
 use proc_macro::TokenStream;
 
@@ -18,8 +33,11 @@ use proc_macro::TokenStream;
 #[proc_macro_derive(Primitive, attributes(primitive, state))]
 pub fn derive_primitive(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    match attr::Model::parse(&input) {
-        Ok(model) => expand::expand(&model).into(),
-        Err(errors) => errors.to_compile_error().into(),
+    let mut cx = ctxt::Ctxt::default();
+    let model = attr::Model::parse(&mut cx, &input);
+    check::check(&mut cx, &model);
+    match cx.finish() {
+        Ok(()) => expand::expand(&model).into(),
+        Err(errors) => fallback::expand(&model, errors).into(),
     }
 }

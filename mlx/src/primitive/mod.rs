@@ -4,13 +4,57 @@
 //! A primitive is a plain struct with `#[derive(Primitive)]`, which
 //! implements [`PrimitiveState`] and registers the type; the author writes
 //! the [`Primitive`] impl (shape rule, kernel, gradient).
+//!
+//! `#[state]` fields are the primitive's state, in MLX's wire order;
+//! `#[state(default)]` may be missing from a native file, `#[state(skip_mlx)]`
+//! is not in MLX's layout; other fields are caches rebuilt with `Default`.
+//! `#[primitive(name = "..", aliases(..))]` sets the registry names. A crate
+//! outside `mlx` defines primitives the same way:
+//!
+//! ```
+//! use mlx::{Array, Data, Dtype, Error, Primitive, PrimitiveState, Result, Spec};
+//!
+//! /// Multiplies a float32 array by a constant.
+//! #[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+//! #[primitive(name = "DocScale")]
+//! pub struct DocScale {
+//!     #[state]
+//!     pub factor: f32,
+//! }
+//!
+//! impl Primitive for DocScale {
+//!     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+//!         match inputs {
+//!             [x] if x.dtype == Dtype::Float32 => Ok(vec![x.clone()]),
+//!             _ => Err(Error::invalid("DocScale", format!("expected one float32 input, found {inputs:?}"))),
+//!         }
+//!     }
+//!     fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>> {
+//!         let f = self.factor;
+//!         let y = mlx::backend::cpu::elementwise::unary(&inputs[0], &outputs[0], move |x: f32| x * f)?;
+//!         Ok(vec![y])
+//!     }
+//! }
+//!
+//! let x = Array::from_slice(&[1.0f32, 2.0], &[2])?;
+//! let y = Array::from_primitive(DocScale { factor: 3.0 }, vec![x])?;
+//! assert_eq!(y.to_vec::<f32>()?, [3.0, 6.0]);
+//! // Registered by the derive: a file naming "DocScale" decodes to it.
+//! let entry = mlx::primitive::lookup("DocScale")?;
+//! let decoded = (entry.decode_cbor)(&DocScale { factor: 3.0 }.encode_cbor())?;
+//! assert!(decoded.is_equivalent(&DocScale { factor: 3.0 }));
+//! # Ok::<(), mlx::Error>(())
+//! ```
 
 mod registry;
 mod state;
 mod wire;
 
 pub use registry::{lookup, registered, registry_problems, PrimitiveEntry};
-pub use state::{cbor_field, cbor_field_or_default, cbor_map, StateField, StateValue};
+pub use state::{
+    cbor_field, cbor_field_or_default, cbor_field_with, cbor_field_with_default, cbor_map,
+    StateField, StateValue,
+};
 pub use wire::{MlxReader, MlxWriter};
 
 use crate::{Array, Data, Dtype, Error, Result};
@@ -20,11 +64,14 @@ use std::fmt::Debug;
 /// The shape and dtype of one array: what shape inference computes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Spec {
+    /// Dimensions, outermost first (empty for a scalar).
     pub shape: Vec<i32>,
+    /// Element type.
     pub dtype: Dtype,
 }
 
 impl Spec {
+    /// A spec from a shape and a dtype.
     pub fn new(shape: impl Into<Vec<i32>>, dtype: Dtype) -> Spec {
         Spec {
             shape: shape.into(),
@@ -49,11 +96,18 @@ pub trait PrimitiveState: Send + Sync + Debug + 'static {
     fn encode_cbor(&self) -> ciborium::Value;
     /// The state in MLX's positional little-endian layout.
     fn write_mlx(&self, w: &mut MlxWriter);
+    /// A boxed copy (graphs hold primitives as `Box<dyn Primitive>`).
     fn clone_boxed(&self) -> Box<dyn Primitive>;
+    /// For downcasting to the concrete struct.
     fn as_any(&self) -> &dyn Any;
 }
 
 /// An operation of the graph: shape rule, CPU kernel and derivatives.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` derives Primitive but does not implement the `Primitive` trait",
+    label = "missing `impl Primitive for {Self}`",
+    note = "write `impl mlx::Primitive for {Self} {{ fn output_specs(..) {{ .. }} fn eval(..) {{ .. }} }}`: the derive provides the state and codecs, the impl provides the shape rule and the kernel"
+)]
 pub trait Primitive: PrimitiveState {
     /// Output shapes and dtypes for inputs of these shapes and dtypes.
     /// Errors here are the shape errors users see.
@@ -114,3 +168,25 @@ impl Clone for Box<dyn Primitive> {
 /// Compile-time check emitted by the derive for every `#[state]` field.
 #[doc(hidden)]
 pub fn assert_state_field<T: StateField>() {}
+
+/// How generated code boxes the struct as a `dyn Primitive`. Going through
+/// this trait (with a blanket impl that is not recommended) turns a missing
+/// `impl Primitive` into one error at the struct's name, with a message that
+/// says what to write, instead of a list of every primitive in the crate.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` derives Primitive but does not implement the `Primitive` trait",
+    label = "missing `impl Primitive for {Self}`",
+    note = "write `impl mlx::Primitive for {Self} {{ fn output_specs(..) {{ .. }} fn eval(..) {{ .. }} }}`: the derive provides the state and codecs, the impl provides the shape rule and the kernel"
+)]
+pub trait IntoPrimitive {
+    /// `Box::new(self)` as a `dyn Primitive`.
+    fn into_boxed(self) -> Box<dyn Primitive>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Primitive> IntoPrimitive for T {
+    fn into_boxed(self) -> Box<dyn Primitive> {
+        Box::new(self)
+    }
+}

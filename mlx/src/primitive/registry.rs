@@ -6,11 +6,27 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// One registered primitive: its names and its decoders.
+///
+/// Only `&'static` data and fn pointers, so `#[derive(Primitive)]` can build
+/// it in a constant and `inventory` can collect it at link time.
 pub struct PrimitiveEntry {
+    /// The registry name written into files.
     pub name: &'static str,
+    /// Other names that resolve to this entry.
     pub aliases: &'static [&'static str],
+    /// Decodes the native (CBOR map) state.
     pub decode_cbor: fn(&ciborium::Value) -> Result<Box<dyn Primitive>>,
+    /// Decodes MLX's positional wire state.
     pub decode_mlx: fn(&mut MlxReader<'_>) -> Result<Box<dyn Primitive>>,
+}
+
+impl std::fmt::Debug for PrimitiveEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrimitiveEntry")
+            .field("name", &self.name)
+            .field("aliases", &self.aliases)
+            .finish_non_exhaustive()
+    }
 }
 
 inventory::collect!(PrimitiveEntry);

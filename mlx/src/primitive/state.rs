@@ -9,6 +9,7 @@ use ciborium::Value;
 #[derive(Clone, Debug, PartialEq)]
 pub enum StateValue {
     Bool(bool),
+    /// Any integer field (`u64` values above `i64::MAX` wrap).
     Int(i64),
     Float(f64),
     Dtype(Dtype),
@@ -52,11 +53,31 @@ impl std::fmt::Display for StateValue {
 
 /// A type that can be a `#[state]` field: it knows its typed value, its CBOR
 /// form (native files) and its MLX wire form.
+///
+/// Implemented for `bool`, `i32`, `i64`, `u64`, `f32`, `f64`, [`Dtype`],
+/// `String`, `Vec<T>`, `Option<T>`, pairs and triples, and enums defined with
+/// [`state_enum!`](crate::state_enum).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a #[state] field of a primitive",
+    label = "this type has no state codec (`StateField`)",
+    note = "#[state] fields can be bool, i32, i64, u64, f32, f64, Dtype, String, an enum defined with `mlx::state_enum!`, and Vec<T>, Option<T> and tuples of 2 or 3 of those",
+    note = "a field that is not part of the state (a cache) must not have #[state]; it is rebuilt with `Default`"
+)]
 pub trait StateField: Sized {
+    /// Fewest bytes one value takes on MLX's wire; a list count is checked
+    /// against it before anything is allocated.
+    const MLX_MIN_BYTES: usize = 1;
+    /// Whether the value is an integer (a list of them is [`StateValue::Ints`]).
+    const IS_INT: bool = false;
+    /// The typed value, for inspection and equality.
     fn to_state(&self) -> StateValue;
+    /// The native (CBOR) form.
     fn to_cbor(&self) -> Value;
+    /// Reads the native form; the error says what was expected and found.
     fn from_cbor(v: &Value) -> std::result::Result<Self, String>;
+    /// Appends MLX's wire form.
     fn write_mlx(&self, w: &mut MlxWriter);
+    /// Reads MLX's wire form, bounds-checked.
     fn read_mlx(r: &mut MlxReader<'_>) -> Result<Self>;
 }
 
@@ -67,9 +88,15 @@ fn int_of(v: &Value) -> std::result::Result<i128, String> {
     }
 }
 
+// Every impl is `do_not_recommend`: an error about a field type then names
+// the field's whole type and shows the supported types from the trait's
+// note, not a list of impls that grows with every `state_enum!`.
 macro_rules! int_field {
     ($($t:ty => $w:ident),*) => {$(
+        #[diagnostic::do_not_recommend]
         impl StateField for $t {
+            const MLX_MIN_BYTES: usize = std::mem::size_of::<$t>();
+            const IS_INT: bool = true;
             fn to_state(&self) -> StateValue { StateValue::Int(*self as i64) }
             fn to_cbor(&self) -> Value { Value::Integer((*self).into()) }
             fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
@@ -83,6 +110,7 @@ macro_rules! int_field {
 }
 int_field!(i32 => i32, i64 => i64, u64 => u64);
 
+#[diagnostic::do_not_recommend]
 impl StateField for bool {
     fn to_state(&self) -> StateValue {
         StateValue::Bool(*self)
@@ -104,7 +132,9 @@ impl StateField for bool {
 
 macro_rules! float_field {
     ($($t:ty => $w:ident),*) => {$(
+        #[diagnostic::do_not_recommend]
         impl StateField for $t {
+            const MLX_MIN_BYTES: usize = std::mem::size_of::<$t>();
             fn to_state(&self) -> StateValue { StateValue::Float(*self as f64) }
             fn to_cbor(&self) -> Value { Value::Float(*self as f64) }
             fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
@@ -121,7 +151,9 @@ macro_rules! float_field {
 }
 float_field!(f32 => f32, f64 => f64);
 
+#[diagnostic::do_not_recommend]
 impl StateField for Dtype {
+    const MLX_MIN_BYTES: usize = 5;
     fn to_state(&self) -> StateValue {
         StateValue::Dtype(*self)
     }
@@ -153,7 +185,9 @@ impl StateField for Dtype {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl StateField for String {
+    const MLX_MIN_BYTES: usize = 8;
     fn to_state(&self) -> StateValue {
         StateValue::Str(self.clone())
     }
@@ -173,18 +207,23 @@ impl StateField for String {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<T: StateField> StateField for Vec<T> {
+    const MLX_MIN_BYTES: usize = 8;
     fn to_state(&self) -> StateValue {
-        let items: Vec<StateValue> = self.iter().map(T::to_state).collect();
-        if items.iter().all(|s| matches!(s, StateValue::Int(_))) && !items.is_empty() {
+        let items = self.iter().map(T::to_state);
+        if T::IS_INT {
+            // Shapes, axes, strides: one variant whether empty or not.
             StateValue::Ints(
                 items
-                    .iter()
-                    .map(|s| if let StateValue::Int(i) = s { *i } else { 0 })
+                    .filter_map(|s| match s {
+                        StateValue::Int(i) => Some(i),
+                        _ => None,
+                    })
                     .collect(),
             )
         } else {
-            StateValue::List(items)
+            StateValue::List(items.collect())
         }
     }
     fn to_cbor(&self) -> Value {
@@ -203,12 +242,12 @@ impl<T: StateField> StateField for Vec<T> {
         }
     }
     fn read_mlx(r: &mut MlxReader<'_>) -> Result<Self> {
-        // Every element takes at least one byte on the wire.
-        let n = r.len(1, "list")?;
+        let n = r.len(T::MLX_MIN_BYTES, "list")?;
         (0..n).map(|_| T::read_mlx(r)).collect()
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<T: StateField> StateField for Option<T> {
     fn to_state(&self) -> StateValue {
         StateValue::Optional(self.as_ref().map(|x| Box::new(x.to_state())))
@@ -240,7 +279,9 @@ impl<T: StateField> StateField for Option<T> {
 
 macro_rules! tuple_field {
     ($($n:tt $T:ident),+) => {
+        #[diagnostic::do_not_recommend]
         impl<$($T: StateField),+> StateField for ($($T,)+) {
+            const MLX_MIN_BYTES: usize = 0 $(+ $T::MLX_MIN_BYTES)+;
             fn to_state(&self) -> StateValue { StateValue::List(vec![$(self.$n.to_state()),+]) }
             fn to_cbor(&self) -> Value { Value::Array(vec![$(self.$n.to_cbor()),+]) }
             fn from_cbor(v: &Value) -> std::result::Result<Self, String> {
@@ -261,8 +302,16 @@ tuple_field!(0 A, 1 B, 2 C);
 
 /// Defines a state enum written as MLX's `i32` code and as its name in CBOR.
 ///
-/// ```ignore
-/// state_enum! { pub enum ReduceType { And = 0, Or = 1, Sum = 2 } }
+/// The enum gets `ALL`, `name()` and `from_code()`, and implements
+/// [`StateField`], so it can be a `#[state]` field.
+///
+/// ```
+/// mlx::state_enum! {
+///     /// How values are combined.
+///     pub enum Combine { And = 0, Or = 1, Sum = 2 }
+/// }
+/// assert_eq!(Combine::from_code(2), Some(Combine::Sum));
+/// assert_eq!(Combine::Or.name(), "Or");
 /// ```
 #[macro_export]
 macro_rules! state_enum {
@@ -277,25 +326,27 @@ macro_rules! state_enum {
             /// The variant's name.
             pub fn name(self) -> &'static str { match self { $($name::$var => stringify!($var)),+ } }
             /// The variant with MLX code `v`.
-            pub fn from_code(v: i32) -> Option<$name> { Self::ALL.iter().copied().find(|x| *x as i32 == v) }
+            pub fn from_code(v: i32) -> ::core::option::Option<$name> { Self::ALL.iter().copied().find(|x| *x as i32 == v) }
         }
 
+        #[diagnostic::do_not_recommend]
         impl $crate::__private::StateField for $name {
+            const MLX_MIN_BYTES: usize = 4;
             fn to_state(&self) -> $crate::__private::StateValue {
                 $crate::__private::StateValue::Enum { name: self.name(), value: *self as i32 }
             }
             fn to_cbor(&self) -> $crate::__private::CborValue {
-                $crate::__private::CborValue::Text(self.name().to_string())
+                $crate::__private::CborValue::Text(::std::string::String::from(self.name()))
             }
-            fn from_cbor(v: &$crate::__private::CborValue) -> ::std::result::Result<Self, String> {
-                let s = v.as_text().ok_or_else(|| format!("expected a {} name, found {v:?}", stringify!($name)))?;
+            fn from_cbor(v: &$crate::__private::CborValue) -> ::core::result::Result<Self, ::std::string::String> {
+                let s = v.as_text().ok_or_else(|| ::std::format!("expected a {} name, found {v:?}", stringify!($name)))?;
                 Self::ALL.iter().copied().find(|x| x.name() == s)
-                    .ok_or_else(|| format!("unknown {} `{s}`", stringify!($name)))
+                    .ok_or_else(|| ::std::format!("unknown {} `{s}`", stringify!($name)))
             }
             fn write_mlx(&self, w: &mut $crate::__private::MlxWriter) { w.i32(*self as i32) }
             fn read_mlx(r: &mut $crate::__private::MlxReader<'_>) -> $crate::Result<Self> {
                 let v = r.i32()?;
-                Self::from_code(v).ok_or_else(|| r.error(format!("unknown {} code {v}", stringify!($name))))
+                Self::from_code(v).ok_or_else(|| r.error(::std::format!("unknown {} code {v}", stringify!($name))))
             }
         }
     };
@@ -319,14 +370,7 @@ fn find<'a>(map: &'a [(Value, Value)], key: &str) -> Option<&'a Value> {
 
 /// A required field of a CBOR state map.
 pub fn cbor_field<T: StateField>(map: &[(Value, Value)], primitive: &str, key: &str) -> Result<T> {
-    let v = find(map, key).ok_or_else(|| Error::BadState {
-        primitive: primitive.to_string(),
-        msg: format!("missing field `{key}`"),
-    })?;
-    T::from_cbor(v).map_err(|msg| Error::BadState {
-        primitive: primitive.to_string(),
-        msg: format!("field `{key}`: {msg}"),
-    })
+    cbor_field_with(map, primitive, key, T::from_cbor)
 }
 
 /// An optional field of a CBOR state map (`#[state(default)]`).
@@ -335,8 +379,40 @@ pub fn cbor_field_or_default<T: StateField + Default>(
     primitive: &str,
     key: &str,
 ) -> Result<T> {
+    cbor_field_with_default(map, primitive, key, T::from_cbor, T::default)
+}
+
+/// A required field decoded by `decode`. The derive passes
+/// `<Type as StateField>::from_cbor`, so a type without a codec is reported
+/// once, at the field's type, like its other uses.
+#[doc(hidden)]
+pub fn cbor_field_with<T>(
+    map: &[(Value, Value)],
+    primitive: &str,
+    key: &str,
+    decode: fn(&Value) -> std::result::Result<T, String>,
+) -> Result<T> {
+    let v = find(map, key).ok_or_else(|| Error::BadState {
+        primitive: primitive.to_string(),
+        msg: format!("missing field `{key}`"),
+    })?;
+    decode(v).map_err(|msg| Error::BadState {
+        primitive: primitive.to_string(),
+        msg: format!("field `{key}`: {msg}"),
+    })
+}
+
+/// A `#[state(default)]` field decoded by `decode`, or `default()` when missing.
+#[doc(hidden)]
+pub fn cbor_field_with_default<T>(
+    map: &[(Value, Value)],
+    primitive: &str,
+    key: &str,
+    decode: fn(&Value) -> std::result::Result<T, String>,
+    default: fn() -> T,
+) -> Result<T> {
     match find(map, key) {
-        None => Ok(T::default()),
-        Some(_) => cbor_field(map, primitive, key),
+        None => Ok(default()),
+        Some(_) => cbor_field_with(map, primitive, key, decode),
     }
 }

@@ -6,31 +6,40 @@ use crate::{Error, Result};
 /// Appends MLX wire values to a byte vector.
 #[derive(Default, Debug)]
 pub struct MlxWriter {
+    /// Everything written so far.
     pub bytes: Vec<u8>,
 }
 
 impl MlxWriter {
+    /// An empty writer.
     pub fn new() -> MlxWriter {
         MlxWriter::default()
     }
+    /// One byte.
     pub fn u8(&mut self, v: u8) {
         self.bytes.push(v);
     }
+    /// One byte, 0 or 1.
     pub fn bool(&mut self, v: bool) {
         self.bytes.push(v as u8);
     }
+    /// 4 bytes; also every C++ enum.
     pub fn i32(&mut self, v: i32) {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
+    /// 8 bytes; also `size_t`.
     pub fn u64(&mut self, v: u64) {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
+    /// 8 bytes.
     pub fn i64(&mut self, v: i64) {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
+    /// 4 bytes, IEEE binary32.
     pub fn f32(&mut self, v: f32) {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
+    /// 8 bytes, IEEE binary64.
     pub fn f64(&mut self, v: f64) {
         self.bytes.extend_from_slice(&v.to_le_bytes());
     }
@@ -43,6 +52,7 @@ impl MlxWriter {
     pub fn len(&mut self, n: usize) {
         self.u64(n as u64);
     }
+    /// Bytes as they are (no length).
     pub fn raw(&mut self, b: &[u8]) {
         self.bytes.extend_from_slice(b);
     }
@@ -57,6 +67,7 @@ pub struct MlxReader<'a> {
 }
 
 impl<'a> MlxReader<'a> {
+    /// A reader at the start of `bytes`; `source` names them in errors.
     pub fn new(bytes: &'a [u8], source: impl Into<String>) -> MlxReader<'a> {
         MlxReader {
             bytes,
@@ -70,6 +81,7 @@ impl<'a> MlxReader<'a> {
         self.pos
     }
 
+    /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
     }
@@ -100,9 +112,11 @@ impl<'a> MlxReader<'a> {
         Ok(s.try_into().expect("length checked"))
     }
 
+    /// One byte.
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.array::<1>("u8")?[0])
     }
+    /// One byte that must be 0 or 1.
     pub fn bool(&mut self) -> Result<bool> {
         match self.u8()? {
             0 => Ok(false),
@@ -113,18 +127,23 @@ impl<'a> MlxReader<'a> {
             }
         }
     }
+    /// 4 bytes, little-endian.
     pub fn i32(&mut self) -> Result<i32> {
         Ok(i32::from_le_bytes(self.array("i32")?))
     }
+    /// 8 bytes, little-endian.
     pub fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.array("u64")?))
     }
+    /// 8 bytes, little-endian.
     pub fn i64(&mut self) -> Result<i64> {
         Ok(i64::from_le_bytes(self.array("i64")?))
     }
+    /// IEEE binary32.
     pub fn f32(&mut self) -> Result<f32> {
         Ok(f32::from_le_bytes(self.array("f32")?))
     }
+    /// IEEE binary64.
     pub fn f64(&mut self) -> Result<f64> {
         Ok(f64::from_le_bytes(self.array("f64")?))
     }
@@ -147,9 +166,16 @@ impl<'a> MlxReader<'a> {
         Ok(n as usize)
     }
 
+    /// A `u64` byte length, then that many bytes of UTF-8.
     pub fn str(&mut self) -> Result<String> {
         let n = self.len(1, "string")?;
         let b = self.take(n, "string")?;
-        String::from_utf8(b.to_vec()).map_err(|_| self.error("string is not valid UTF-8"))
+        match std::str::from_utf8(b) {
+            Ok(s) => Ok(s.to_string()),
+            Err(e) => {
+                self.pos -= n;
+                Err(self.error(format!("string of {n} bytes is not valid UTF-8: {e}")))
+            }
+        }
     }
 }

@@ -1,0 +1,16 @@
+// State is keyed by field name, so tuple structs are refused.
+use mlx::{Array, Data, Result, Spec};
+
+#[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+struct Scale(#[state] f32);
+
+impl mlx::Primitive for Scale {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        Ok(inputs.to_vec())
+    }
+    fn eval(&self, _: &[Array], _: &[Spec]) -> Result<Vec<Data>> {
+        Ok(Vec::new())
+    }
+}
+
+fn main() {}
