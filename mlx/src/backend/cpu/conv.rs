@@ -17,11 +17,17 @@ use rayon::prelude::*;
 
 /// Geometry of one convolution (all vectors have one entry per spatial axis).
 pub struct ConvParams<'a> {
+    /// Step between output positions, in (dilated) input samples.
     pub strides: &'a [i32],
+    /// Zeros before the first input sample (the high side follows from the output shape).
     pub padding_lo: &'a [i32],
+    /// Spacing between kernel taps.
     pub kernel_dilation: &'a [i32],
+    /// Spacing between input samples (> 1 for transposed convolutions).
     pub input_dilation: &'a [i32],
+    /// Channel groups: input and output channels split into this many blocks.
     pub groups: i32,
+    /// Walk the kernel backwards (true convolution).
     pub flip: bool,
 }
 
@@ -92,6 +98,7 @@ fn half_conv<T: Element + Cast>(
 
 /// For each output position and kernel tap on one axis, the input index or
 /// `None` (padding or a hole of the input dilation).
+#[allow(clippy::too_many_arguments)]
 fn axis_taps(
     in_len: i64,
     out_len: i64,
