@@ -1,1 +1,158 @@
-//! linalg primitives.
+//! Matrix products: [`Matmul`] and [`AddMM`]. Ops promote dtypes and
+//! broadcast the batch axes with explicit nodes before these run, as MLX
+//! does; the primitives also broadcast batch axes themselves so that
+//! hand-written files work.
+
+use super::expect_inputs;
+use crate::backend::cpu::matmul::{addmm, MatrixView};
+use crate::primitive::Spec;
+use crate::primitives::shape::broadcast_view;
+use crate::{Array, Data, Error, Primitive, Result};
+
+/// `a @ b` over the last two axes; leading axes are batch axes.
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct Matmul {}
+
+/// `alpha * (a @ b) + beta * c`; `c` broadcasts to the product's shape.
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct AddMM {
+    #[state]
+    pub alpha: f32,
+    #[state]
+    pub beta: f32,
+}
+
+/// Output spec of `a @ b`: batch axes broadcast, then (rows of a, cols of b).
+fn product_spec(name: &str, a: &Spec, b: &Spec) -> Result<Spec> {
+    if a.dtype != b.dtype {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "inputs must share a dtype, found {} and {}",
+                a.dtype, b.dtype
+            ),
+        ));
+    }
+    if !a.dtype.is_inexact() {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "expected a floating point or complex dtype, found {}",
+                a.dtype
+            ),
+        ));
+    }
+    let (na, nb) = (a.shape.len(), b.shape.len());
+    if na < 2 || nb < 2 {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "inputs must have at least 2 dimensions, found shapes {:?} and {:?}",
+                a.shape, b.shape
+            ),
+        ));
+    }
+    if a.shape[na - 1] != b.shape[nb - 2] {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "last dimension of the first input with shape {:?} must match the \
+                 second to last dimension of the second input with shape {:?}",
+                a.shape, b.shape
+            ),
+        ));
+    }
+    let mut shape = crate::ops::broadcast_shapes(name, &a.shape[..na - 2], &b.shape[..nb - 2])?;
+    shape.push(a.shape[na - 2]);
+    shape.push(b.shape[nb - 1]);
+    Ok(Spec::new(shape, a.dtype))
+}
+
+/// `x` viewed with its batch axes broadcast to `batch`.
+fn batch_view(x: &Array, batch: &[i32]) -> Result<Array> {
+    let nd = x.ndim();
+    let mut shape = batch.to_vec();
+    shape.extend_from_slice(&x.shape()[nd - 2..]);
+    broadcast_view(x, &shape)
+}
+
+/// Runs the product with every operand viewed at the output's batch shape.
+fn eval_product(
+    inputs: &[Array],
+    c: Option<&Array>,
+    alpha: f32,
+    beta: f32,
+    out: &Spec,
+) -> Result<Data> {
+    let batch = &out.shape[..out.shape.len() - 2];
+    let a = batch_view(&inputs[0], batch)?;
+    let b = batch_view(&inputs[1], batch)?;
+    let c = c.map(|c| broadcast_view(c, &out.shape)).transpose()?;
+    let (da, db) = (a.data()?, b.data()?);
+    let dc = c.as_ref().map(|c| c.data()).transpose()?;
+    addmm(
+        MatrixView {
+            data: &da,
+            shape: a.shape(),
+        },
+        MatrixView {
+            data: &db,
+            shape: b.shape(),
+        },
+        dc.as_ref().map(|d| MatrixView {
+            data: d,
+            shape: &out.shape,
+        }),
+        alpha,
+        beta,
+        out.dtype,
+        &out.shape,
+    )
+}
+
+impl Primitive for Matmul {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        expect_inputs("Matmul", inputs, 2)?;
+        Ok(vec![product_spec("Matmul", &inputs[0], &inputs[1])?])
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        Ok(vec![eval_product(inputs, None, 1.0, 0.0, &out[0])?])
+    }
+}
+
+impl Primitive for AddMM {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        expect_inputs("AddMM", inputs, 3)?;
+        let spec = product_spec("AddMM", &inputs[0], &inputs[1])?;
+        let c = &inputs[2];
+        if c.dtype != spec.dtype {
+            return Err(Error::invalid(
+                "AddMM",
+                format!(
+                    "c must have the product's dtype {}, found {}",
+                    spec.dtype, c.dtype
+                ),
+            ));
+        }
+        let b = crate::ops::broadcast_shapes("AddMM", &c.shape, &spec.shape)?;
+        if b != spec.shape {
+            return Err(Error::invalid(
+                "AddMM",
+                format!(
+                    "c with shape {:?} does not broadcast to the product's shape {:?}",
+                    c.shape, spec.shape
+                ),
+            ));
+        }
+        Ok(vec![spec])
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        Ok(vec![eval_product(
+            inputs,
+            Some(&inputs[2]),
+            self.alpha,
+            self.beta,
+            &out[0],
+        )?])
+    }
+}

@@ -1,1 +1,311 @@
-//! matmul kernels.
+//! Batched matrix products through the `gemm` crate.
+//!
+//! Operands are read in place through their strides (a transposed view
+//! costs nothing; a broadcast batch has stride 0). f32, f64, f16 and
+//! complex64 go to `gemm` directly; bfloat16 is computed in f32 panels and
+//! rounded once at the end. Large products use every rayon thread inside
+//! one `gemm` call; many small ones are spread over the batch instead.
+
+use crate::array::Data;
+use crate::backend::cpu::cast::Cast;
+use crate::backend::cpu::copy::for_each_row;
+use crate::backend::cpu::num::Num;
+use crate::buffer::Buffer;
+use crate::{Complex64, Dtype, Element, Error, Result};
+use gemm::Parallelism;
+use half::{bf16, f16};
+use rayon::prelude::*;
+
+/// Multiply-adds per product above which one `gemm` call is split across threads.
+const PAR_FLOPS: usize = 1 << 18;
+
+/// One operand of a batched product: a strided view of a buffer.
+pub struct MatrixView<'a> {
+    /// The array's data (buffer, strides, offset) with the full batch shape.
+    pub data: &'a Data,
+    /// The view's shape: batch dims (equal to the output's) then rows, cols.
+    pub shape: &'a [i32],
+}
+
+/// `alpha * (a @ b) + beta * c` over the last two axes, batched over the
+/// leading axes, as a row-major buffer of `out_shape`. `c`, when given,
+/// has the output's shape (broadcast views allowed); without it alpha is
+/// applied and beta ignored.
+pub fn addmm(
+    a: MatrixView<'_>,
+    b: MatrixView<'_>,
+    c: Option<MatrixView<'_>>,
+    alpha: f32,
+    beta: f32,
+    dtype: Dtype,
+    out_shape: &[i32],
+) -> Result<Data> {
+    let nd = out_shape.len();
+    if nd < 2 || a.shape.len() != nd || b.shape.len() != nd {
+        return Err(Error::invalid(
+            "Matmul",
+            format!(
+                "operands {:?} and {:?} do not fit the output {out_shape:?}",
+                a.shape, b.shape
+            ),
+        ));
+    }
+    let size: usize = out_shape.iter().map(|&d| d as usize).product();
+    let mut buf = Buffer::zeroed(size * dtype.size());
+    if size == 0 {
+        return Ok(Data::contiguous(buf, out_shape));
+    }
+    match dtype {
+        Dtype::Float32 => run::<f32>(&mut buf, &a, &b, c.as_ref(), alpha, beta, out_shape),
+        Dtype::Float64 => run::<f64>(
+            &mut buf,
+            &a,
+            &b,
+            c.as_ref(),
+            alpha as f64,
+            beta as f64,
+            out_shape,
+        ),
+        Dtype::Float16 => run::<f16>(
+            &mut buf,
+            &a,
+            &b,
+            c.as_ref(),
+            f16::from_f32(alpha),
+            f16::from_f32(beta),
+            out_shape,
+        ),
+        Dtype::Complex64 => run::<Complex64>(
+            &mut buf,
+            &a,
+            &b,
+            c.as_ref(),
+            Complex64::new(alpha, 0.0),
+            Complex64::new(beta, 0.0),
+            out_shape,
+        ),
+        Dtype::Bfloat16 => {
+            // gemm has no bf16 kernel: widen the operands (broadcast batches
+            // stay unexpanded), multiply in f32, round once.
+            let (a32, a_strides) = widen::<bf16>(a.data, a.shape);
+            let (b32, b_strides) = widen::<bf16>(b.data, b.shape);
+            let c32 = c.as_ref().map(|c| widen::<bf16>(c.data, c.shape));
+            let a_data = f32_data(a32, a_strides);
+            let b_data = f32_data(b32, b_strides);
+            let c_data = c32.map(|(v, s)| f32_data(v, s));
+            let mut out32 = Buffer::zeroed(size * 4);
+            run::<f32>(
+                &mut out32,
+                &MatrixView {
+                    data: &a_data,
+                    shape: a.shape,
+                },
+                &MatrixView {
+                    data: &b_data,
+                    shape: b.shape,
+                },
+                c_data
+                    .as_ref()
+                    .map(|d| MatrixView {
+                        data: d,
+                        shape: out_shape,
+                    })
+                    .as_ref(),
+                alpha,
+                beta,
+                out_shape,
+            );
+            let src = out32.as_slice::<f32>();
+            let dst = buf.as_mut_slice::<bf16>().expect("heap buffer");
+            dst.par_iter_mut()
+                .with_min_len(1 << 14)
+                .zip(src.par_iter())
+                .for_each(|(o, &x)| *o = bf16::from_f32(x));
+        }
+        other => {
+            return Err(Error::invalid(
+                "Matmul",
+                format!("matrix products need a floating point dtype, found {other}"),
+            ))
+        }
+    }
+    Ok(Data::contiguous(buf, out_shape))
+}
+
+/// Data over a fresh f32 buffer with the given strides.
+fn f32_data(v: Vec<f32>, strides: Vec<isize>) -> Data {
+    Data {
+        buffer: std::sync::Arc::new(Buffer::from_slice(&v)),
+        strides,
+        offset: 0,
+    }
+}
+
+/// The view converted to f32: axes with stride 0 are kept unexpanded
+/// (stride 0 in the result), the rest is copied row-major.
+fn widen<T: Element + Cast>(data: &Data, shape: &[i32]) -> (Vec<f32>, Vec<isize>) {
+    let compact: Vec<i32> = shape
+        .iter()
+        .zip(&data.strides)
+        .map(|(&d, &s)| if s == 0 { 1 } else { d })
+        .collect();
+    let src = data.buffer.as_slice::<T>();
+    let mut out = Vec::with_capacity(compact.iter().map(|&d| d as usize).product());
+    for_each_row(&compact, &data.strides, data.offset, |base, len, stride| {
+        for i in 0..len as isize {
+            out.push(src[(base + i * stride) as usize].cast::<f32>());
+        }
+    });
+    let mut strides = crate::array::row_major_strides(&compact);
+    for (s, &d) in strides.iter_mut().zip(&data.strides) {
+        if d == 0 {
+            *s = 0;
+        }
+    }
+    (out, strides)
+}
+
+/// Element offsets of every batch entry, in row-major batch order.
+fn batch_offsets(batch: &[i32], strides: &[isize], offset: usize) -> Vec<isize> {
+    let mut out = Vec::with_capacity(batch.iter().map(|&d| d as usize).product());
+    if batch.is_empty() {
+        out.push(offset as isize);
+        return out;
+    }
+    for_each_row(batch, strides, offset, |base, len, stride| {
+        for i in 0..len as isize {
+            out.push(base + i * stride);
+        }
+    });
+    out
+}
+
+/// Whether the batch entries sit one after another along the row axis, so
+/// the whole batch is one tall matrix with `batch * rows` rows.
+fn rows_merge(offsets: &[isize], rows: usize, row_stride: isize) -> bool {
+    let step = rows as isize * row_stride;
+    offsets
+        .iter()
+        .enumerate()
+        .all(|(i, &o)| o == offsets[0] + i as isize * step)
+}
+
+/// A raw pointer shared by the parallel batch loop.
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+// SAFETY: the operands are only read, and each batch entry writes its own
+// disjoint block of the output.
+unsafe impl<T> Send for Ptr<T> {}
+unsafe impl<T> Sync for Ptr<T> {}
+
+fn run<T: Element + Num>(
+    out: &mut Buffer,
+    a: &MatrixView<'_>,
+    b: &MatrixView<'_>,
+    c: Option<&MatrixView<'_>>,
+    alpha: T,
+    beta: T,
+    out_shape: &[i32],
+) {
+    let nd = out_shape.len();
+    let (m, n) = (out_shape[nd - 2] as usize, out_shape[nd - 1] as usize);
+    let k = a.shape[nd - 1] as usize;
+    let batch = &out_shape[..nd - 2];
+    let dst = out.as_mut_slice::<T>().expect("heap buffer");
+
+    // With c, the output starts as a copy of c and gemm accumulates into it.
+    if let Some(c) = c {
+        let src = c.data.buffer.as_slice::<T>();
+        let mut i = 0;
+        for_each_row(
+            out_shape,
+            &c.data.strides,
+            c.data.offset,
+            |base, len, stride| {
+                for j in 0..len as isize {
+                    dst[i] = src[(base + j * stride) as usize];
+                    i += 1;
+                }
+            },
+        );
+    }
+    let read_dst = c.is_some();
+    if k == 0 {
+        // No products: the result is beta * c (or zeros).
+        if read_dst {
+            dst.iter_mut().for_each(|x| *x = x.mul(beta));
+        }
+        return;
+    }
+
+    let (a_s, b_s) = (&a.data.strides, &b.data.strides);
+    let a_off = batch_offsets(batch, &a_s[..nd - 2], a.data.offset);
+    let b_off = batch_offsets(batch, &b_s[..nd - 2], b.data.offset);
+    let (a_rs, a_cs) = (a_s[nd - 2], a_s[nd - 1]);
+    let (b_rs, b_cs) = (b_s[nd - 2], b_s[nd - 1]);
+    let ap = Ptr(a.data.buffer.as_slice::<T>().as_ptr() as *mut T);
+    let bp = Ptr(b.data.buffer.as_slice::<T>().as_ptr() as *mut T);
+    let dp = Ptr(dst.as_mut_ptr());
+    let nb = a_off.len();
+
+    // gemm computes dst := s_dst * dst + s_prod * (lhs @ rhs).
+    let gemm_one = move |a_o: isize, b_o: isize, d_o: usize, rows: usize, par: Parallelism| {
+        let (ap, bp, dp) = (ap, bp, dp);
+        // SAFETY: offsets and strides come from views that lie inside their
+        // buffers; the destination block [d_o, d_o + rows * n) lies inside
+        // the output and is written by this call only.
+        unsafe {
+            gemm::gemm(
+                rows,
+                n,
+                k,
+                dp.0.add(d_o),
+                1,
+                n as isize,
+                read_dst,
+                ap.0.offset(a_o),
+                a_cs,
+                a_rs,
+                bp.0.offset(b_o),
+                b_cs,
+                b_rs,
+                beta,
+                alpha,
+                false,
+                false,
+                false,
+                par,
+            )
+        }
+    };
+
+    // A shared right operand and a left operand whose batch stacks into
+    // rows: one tall product (the common `x @ W` with batched x).
+    let b_shared = b_off.iter().all(|&o| o == b_off[0]);
+    if nb > 1 && b_shared && rows_merge(&a_off, m, a_rs) {
+        gemm_one(a_off[0], b_off[0], 0, nb * m, parallelism(nb * m * n * k));
+        return;
+    }
+    if m * n * k >= PAR_FLOPS || nb == 1 {
+        let par = parallelism(m * n * k);
+        for i in 0..nb {
+            gemm_one(a_off[i], b_off[i], i * m * n, m, par);
+        }
+        return;
+    }
+    let one = |i: usize| gemm_one(a_off[i], b_off[i], i * m * n, m, Parallelism::None);
+    if nb * m * n * k >= PAR_FLOPS {
+        (0..nb).into_par_iter().for_each(one);
+    } else {
+        (0..nb).for_each(one);
+    }
+}
+
+/// Threads for one product of `flops` multiply-adds.
+fn parallelism(flops: usize) -> Parallelism {
+    if flops >= PAR_FLOPS && rayon::current_num_threads() > 1 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    }
+}

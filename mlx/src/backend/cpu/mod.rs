@@ -1,6 +1,7 @@
 //! CPU kernels, parallel above [`PAR_THRESHOLD`] elements (rayon).
 
 pub mod cast;
+pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod math;
