@@ -129,22 +129,79 @@ fn binary_op(name: &str) -> fn(&Array, &Array) -> Result<Array> {
 /// Ops whose MLX result on real floats is reproducible bit for bit: exact
 /// IEEE arithmetic, rounding, and MLX's own exp/sin/cos/erf/erfinv/sigmoid.
 const EXACT: &[&str] = &[
-    "abs", "negative", "sign", "square", "floor", "ceil", "round", "round2", "round-1", "sqrt",
-    "rsqrt", "exp", "sin", "cos", "erf", "erfinv", "sigmoid", "reciprocal", "logical_not", "real",
-    "imag", "conjugate", "isnan", "isinf", "isfinite", "add", "subtract", "multiply", "divide",
-    "floor_divide", "remainder", "maximum", "minimum", "equal", "not_equal", "less", "less_equal",
-    "greater", "greater_equal", "logical_and", "logical_or", "divmod_q", "divmod_r",
+    "abs",
+    "negative",
+    "sign",
+    "square",
+    "floor",
+    "ceil",
+    "round",
+    "round2",
+    "round-1",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "sin",
+    "cos",
+    "erf",
+    "erfinv",
+    "sigmoid",
+    "reciprocal",
+    "logical_not",
+    "real",
+    "imag",
+    "conjugate",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "floor_divide",
+    "remainder",
+    "maximum",
+    "minimum",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "divmod_q",
+    "divmod_r",
 ];
 
 /// Complex results that are exact (no rounding involved).
 const EXACT_COMPLEX: &[&str] = &[
-    "negative", "conjugate", "real", "imag", "add", "subtract", "maximum", "minimum", "round",
-    "isnan", "isinf", "isfinite", "logical_not", "equal", "not_equal", "less", "less_equal",
-    "greater", "greater_equal", "logical_and", "logical_or", "abs",
+    "negative",
+    "conjugate",
+    "real",
+    "imag",
+    "add",
+    "subtract",
+    "maximum",
+    "minimum",
+    "round",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "logical_not",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "abs",
 ];
 
-/// Checks `got` against MLX's `want` for `op` on `input` dtype.
-fn check(op: &str, input: Dtype, got: &Array, want: &Array, what: &str) {
+/// Checks `got` against MLX's `want` for `op` on `input` dtype; returns the failure.
+fn check(op: &str, input: Dtype, got: &Array, want: &Array, what: &str) -> Option<String> {
     assert_eq!(got.dtype(), want.dtype(), "{what}: result dtype");
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     let d = want.dtype();
@@ -170,21 +227,36 @@ fn check(op: &str, input: Dtype, got: &Array, want: &Array, what: &str) {
             assert_close(got, want, rtol, atol);
         }
     });
-    if let Err(e) = result {
+    result.err().map(|e| {
         let msg = e
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_default();
-        panic!("{what}: {msg}");
-    }
+        format!("{what}: {msg}")
+    })
+}
+
+/// Panics listing every failure.
+fn report(failures: Vec<String>) {
+    assert!(
+        failures.is_empty(),
+        "{} mismatches with MLX:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// (kind, input dtype, n) from a result file name `out__<kind>__<in>__<out>__<n>`.
 fn parse_name(name: &str) -> (String, String, Dtype, usize) {
     let p: Vec<&str> = name.split("__").collect();
     let out = Dtype::from_name(p[3]).unwrap();
-    (p[1].to_string(), p[2].to_string(), out, p[4].parse().unwrap())
+    (
+        p[1].to_string(),
+        p[2].to_string(),
+        out,
+        p[4].parse().unwrap(),
+    )
 }
 
 fn for_each_result(kind: &str, mut f: impl FnMut(&str, &str, Array)) {
@@ -203,20 +275,21 @@ fn for_each_result(kind: &str, mut f: impl FnMut(&str, &str, Array)) {
 
 #[test]
 fn unary_ops_match_mlx() {
-    let mut count = 0;
+    let (mut count, mut failures) = (0, Vec::new());
     for_each_result("unary", |op, input, want| {
         let d = Dtype::from_name(input).unwrap();
         let x = prefix(&load(&format!("in_{input}"), d), want.size());
         let got = unary_op(op)(&x).unwrap_or_else(|e| panic!("{op} on {input}: {e}"));
-        check(op, d, &got, &want, &format!("{op}({input})"));
+        failures.extend(check(op, d, &got, &want, &format!("{op}({input})")));
         count += 1;
     });
+    report(failures);
     assert!(count > 400, "only {count} unary cases");
 }
 
 #[test]
 fn binary_ops_match_mlx() {
-    let mut count = 0;
+    let (mut count, mut failures) = (0, Vec::new());
     for_each_result("binary", |op, input, want| {
         let d = Dtype::from_name(input).unwrap();
         let a = load(&format!("bin_{input}_a"), d);
@@ -228,22 +301,25 @@ fn binary_ops_match_mlx() {
         };
         let b = load(&format!("bin_{input}_{b_name}"), d);
         let got = binary_op(op)(&a, &b).unwrap_or_else(|e| panic!("{op} on {input}: {e}"));
-        check(op, d, &got, &want, &format!("{op}({input})"));
+        failures.extend(check(op, d, &got, &want, &format!("{op}({input})")));
         count += 1;
     });
+    report(failures);
     assert!(count > 250, "only {count} binary cases");
 }
 
 #[test]
 fn astype_matches_mlx() {
-    let mut count = 0;
+    let (mut count, mut failures) = (0, Vec::new());
     for_each_result("astype", |op, _, want| {
         let src = Dtype::from_name(op.trim_start_matches("from_")).unwrap();
         let x = load(&format!("astype_in__{}", src.name()), src);
         let got = ops::astype(&x, want.dtype()).unwrap();
-        check(op, src, &got, &want, &format!("astype {src} -> {}", want.dtype()));
+        let what = format!("astype {src} -> {}", want.dtype());
+        failures.extend(check(op, src, &got, &want, &what));
         count += 1;
     });
+    report(failures);
     assert_eq!(count, 14 * 14);
 }
 
@@ -280,7 +356,11 @@ fn promotion_table_matches_mlx() {
     for a in Dtype::ALL {
         for b in Dtype::ALL {
             let want = m["promote"][a.name()][b.name()].as_str().unwrap();
-            assert_eq!(mlx::promote_types(a, b).name(), want, "promote_types({a}, {b})");
+            assert_eq!(
+                mlx::promote_types(a, b).name(),
+                want,
+                "promote_types({a}, {b})"
+            );
             let x = ops::add(
                 &ops::astype(&Array::scalar(0i32), a).unwrap(),
                 &ops::astype(&Array::scalar(0i32), b).unwrap(),

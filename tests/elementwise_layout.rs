@@ -75,7 +75,11 @@ fn unary_and_binary_ops_read_strided_inputs() {
             let want = f(&c, &c).unwrap().to_vec::<f32>().unwrap();
             assert_eq!(bits(&got), bits(&want), "{name} on strides {strides:?}");
             let got = f(&a, &a).unwrap().to_vec::<f32>().unwrap();
-            assert_eq!(bits(&got), bits(&want), "{name}(a, a) on strides {strides:?}");
+            assert_eq!(
+                bits(&got),
+                bits(&want),
+                "{name}(a, a) on strides {strides:?}"
+            );
         }
         let cond = ops::greater(&a, &Array::scalar(0.0f32)).unwrap();
         let got = ops::where_(&cond, &a, &ops::negative(&a).unwrap())
@@ -98,7 +102,14 @@ fn source_index(out_idx: &[i32], shape: &[i32], out: &[i32]) -> usize {
     k
 }
 
-fn naive(a: &[i32], sa: &[i32], b: &[i32], sb: &[i32], out: &[i32], f: impl Fn(i32, i32) -> i32) -> Vec<i32> {
+fn naive(
+    a: &[i32],
+    sa: &[i32],
+    b: &[i32],
+    sb: &[i32],
+    out: &[i32],
+    f: impl Fn(i32, i32) -> i32,
+) -> Vec<i32> {
     let n: i32 = out.iter().product();
     (0..n)
         .map(|mut k| {
@@ -107,7 +118,10 @@ fn naive(a: &[i32], sa: &[i32], b: &[i32], sb: &[i32], out: &[i32], f: impl Fn(i
                 idx[ax] = k % out[ax];
                 k /= out[ax];
             }
-            f(a[source_index(&idx, sa, out)], b[source_index(&idx, sb, out)])
+            f(
+                a[source_index(&idx, sa, out)],
+                b[source_index(&idx, sb, out)],
+            )
         })
         .collect()
 }
@@ -116,19 +130,14 @@ fn naive(a: &[i32], sa: &[i32], b: &[i32], sb: &[i32], out: &[i32], f: impl Fn(i
 fn shapes() -> impl Strategy<Value = (Vec<i32>, Vec<i32>)> {
     prop::collection::vec(1i32..5, 0..4).prop_flat_map(|s| {
         let n = s.len();
-        (
-            Just(s),
-            prop::collection::vec(any::<bool>(), n),
-            0..=n,
-        )
-            .prop_map(|(s, ones, drop)| {
-                let b: Vec<i32> = s
-                    .iter()
-                    .zip(&ones)
-                    .map(|(&d, &one)| if one { 1 } else { d })
-                    .collect();
-                (s, b[drop..].to_vec())
-            })
+        (Just(s), prop::collection::vec(any::<bool>(), n), 0..=n).prop_map(|(s, ones, drop)| {
+            let b: Vec<i32> = s
+                .iter()
+                .zip(&ones)
+                .map(|(&d, &one)| if one { 1 } else { d })
+                .collect();
+            (s, b[drop..].to_vec())
+        })
     })
 }
 
@@ -167,7 +176,11 @@ proptest! {
 fn ops_build_mlx_graphs() {
     let x = Array::placeholder(&[2, 3], Dtype::Int32);
     let y = Array::placeholder(&[3], Dtype::Float16);
-    let name = |a: &Array| a.node().map(|(n, _)| n.primitive().name()).unwrap_or("leaf");
+    let name = |a: &Array| {
+        a.node()
+            .map(|(n, _)| n.primitive().name())
+            .unwrap_or("leaf")
+    };
     let inputs = |a: &Array| a.node().unwrap().0.inputs();
 
     // exp on int32: AsType(float32) -> Exp.
@@ -204,7 +217,12 @@ fn ops_build_mlx_graphs() {
     let bx = Array::placeholder(&[2], Dtype::Bool);
     assert_eq!(ops::left_shift(&bx, &bx).unwrap().dtype(), Dtype::Uint8);
     assert_eq!(ops::round(&x, 1).unwrap().dtype(), Dtype::Int32);
-    assert_eq!(ops::abs(&ops::astype(&y, Dtype::Complex64).unwrap()).unwrap().dtype(), Dtype::Float32);
+    assert_eq!(
+        ops::abs(&ops::astype(&y, Dtype::Complex64).unwrap())
+            .unwrap()
+            .dtype(),
+        Dtype::Float32
+    );
 }
 
 #[test]
@@ -221,7 +239,10 @@ fn errors_name_shapes_and_dtypes() {
     let e = ops::left_shift(&a, &a).unwrap_err().to_string();
     assert!(e.contains("integer"), "{e}");
     let t = Array::from_slice(&[true], &[1]).unwrap();
-    assert!(ops::negative(&t).unwrap_err().to_string().contains("logical_not"));
+    assert!(ops::negative(&t)
+        .unwrap_err()
+        .to_string()
+        .contains("logical_not"));
     assert!(ops::clip(&a, None, None).is_err());
     let c = ops::astype(&a, Dtype::Complex64).unwrap();
     assert!(ops::remainder(&c, &c).is_err());

@@ -190,7 +190,13 @@ pub fn left_shift(a: &Array, b: &Array) -> Result<Array> {
 
 /// `a >> b` (arithmetic for signed integers; bool is shifted as uint8).
 pub fn right_shift(a: &Array, b: &Array) -> Result<Array> {
-    bitwise("right_shift", a, b, BitwiseOp::RightShift, shift_dtype(a, b))
+    bitwise(
+        "right_shift",
+        a,
+        b,
+        BitwiseOp::RightShift,
+        shift_dtype(a, b),
+    )
 }
 
 /// `x` where `cond` is true, else `y`: cond is cast to bool, x and y to

@@ -7,6 +7,7 @@
 use super::expect_inputs;
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::elementwise::{binary, ternary};
+use crate::backend::cpu::math::complex;
 use crate::backend::cpu::num::{Float, Int, Num};
 use crate::buffer::Buffer;
 use crate::primitive::Spec;
@@ -101,25 +102,66 @@ num_binary!(
 );
 
 /// Applies one of three kernels by dtype class: integers and bool, real
-/// floats, complex. `None` for a class means the dtype is unsupported.
+/// floats, complex (`None`: unsupported). The kernels are passed as
+/// function pointers so that every op shares one kernel instance per dtype
+/// (this keeps compile times down; the arithmetic ops above stay inlined).
 macro_rules! by_class {
     ($name:expr, $dtype:expr, $a:expr, $b:expr, $out:expr,
      int: $fi:expr, float: $ff:expr, complex: $fc:expr) => {{
         let (a, b, out) = ($a, $b, $out);
         match $dtype {
-            Dtype::Bool => binary::<bool, bool>(a, b, out, $fi),
-            Dtype::Uint8 => binary::<u8, u8>(a, b, out, $fi),
-            Dtype::Uint16 => binary::<u16, u16>(a, b, out, $fi),
-            Dtype::Uint32 => binary::<u32, u32>(a, b, out, $fi),
-            Dtype::Uint64 => binary::<u64, u64>(a, b, out, $fi),
-            Dtype::Int8 => binary::<i8, i8>(a, b, out, $fi),
-            Dtype::Int16 => binary::<i16, i16>(a, b, out, $fi),
-            Dtype::Int32 => binary::<i32, i32>(a, b, out, $fi),
-            Dtype::Int64 => binary::<i64, i64>(a, b, out, $fi),
-            Dtype::Float16 => binary::<f16, f16>(a, b, out, $ff),
-            Dtype::Float32 => binary::<f32, f32>(a, b, out, $ff),
-            Dtype::Float64 => binary::<f64, f64>(a, b, out, $ff),
-            Dtype::Bfloat16 => binary::<bf16, bf16>(a, b, out, $ff),
+            Dtype::Bool => {
+                let f: fn(bool, bool) -> bool = $fi;
+                binary::<bool, bool>(a, b, out, f)
+            }
+            Dtype::Uint8 => {
+                let f: fn(u8, u8) -> u8 = $fi;
+                binary::<u8, u8>(a, b, out, f)
+            }
+            Dtype::Uint16 => {
+                let f: fn(u16, u16) -> u16 = $fi;
+                binary::<u16, u16>(a, b, out, f)
+            }
+            Dtype::Uint32 => {
+                let f: fn(u32, u32) -> u32 = $fi;
+                binary::<u32, u32>(a, b, out, f)
+            }
+            Dtype::Uint64 => {
+                let f: fn(u64, u64) -> u64 = $fi;
+                binary::<u64, u64>(a, b, out, f)
+            }
+            Dtype::Int8 => {
+                let f: fn(i8, i8) -> i8 = $fi;
+                binary::<i8, i8>(a, b, out, f)
+            }
+            Dtype::Int16 => {
+                let f: fn(i16, i16) -> i16 = $fi;
+                binary::<i16, i16>(a, b, out, f)
+            }
+            Dtype::Int32 => {
+                let f: fn(i32, i32) -> i32 = $fi;
+                binary::<i32, i32>(a, b, out, f)
+            }
+            Dtype::Int64 => {
+                let f: fn(i64, i64) -> i64 = $fi;
+                binary::<i64, i64>(a, b, out, f)
+            }
+            Dtype::Float16 => {
+                let f: fn(f16, f16) -> f16 = $ff;
+                binary::<f16, f16>(a, b, out, f)
+            }
+            Dtype::Float32 => {
+                let f: fn(f32, f32) -> f32 = $ff;
+                binary::<f32, f32>(a, b, out, f)
+            }
+            Dtype::Float64 => {
+                let f: fn(f64, f64) -> f64 = $ff;
+                binary::<f64, f64>(a, b, out, f)
+            }
+            Dtype::Bfloat16 => {
+                let f: fn(bf16, bf16) -> bf16 = $ff;
+                binary::<bf16, bf16>(a, b, out, f)
+            }
             Dtype::Complex64 => {
                 let fc: Option<fn(Complex64, Complex64) -> Complex64> = $fc;
                 match fc {
@@ -129,6 +171,11 @@ macro_rules! by_class {
             }
         }
     }};
+}
+
+/// Never called: the dtype was rejected by `output_specs`.
+fn rejected<T>(_: T, _: T) -> T {
+    unreachable!("dtype checked by output_specs")
 }
 
 /// Floor division: Python's `//` for integers (by zero: 0), `floor(a / b)`
@@ -145,7 +192,7 @@ impl Primitive for FloorDivide {
         let d = by_class!("FloorDivide", out[0].dtype, &a, &b, &out[0],
             int: Int::floor_div,
             float: |x, y| Float::floor(Num::div(x, y)),
-            complex: Some(|x, y| x / y))?;
+            complex: Some(Num::div))?;
         Ok(vec![d])
     }
 }
@@ -181,7 +228,7 @@ impl Primitive for Power {
         let d = by_class!("Power", out[0].dtype, &a, &b, &out[0],
             int: Int::pow,
             float: |x, y| Float::map2(x, y, f32::powf, f64::powf),
-            complex: Some(|x, y| x.powc(y)))?;
+            complex: Some(complex::pow))?;
         Ok(vec![d])
     }
 }
@@ -192,12 +239,17 @@ pub struct ArcTan2 {}
 
 impl Primitive for ArcTan2 {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
-        checked_spec("ArcTan2", inputs, Dtype::is_float, "a real floating-point dtype")
+        checked_spec(
+            "ArcTan2",
+            inputs,
+            Dtype::is_float,
+            "a real floating-point dtype",
+        )
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let (a, b) = broadcast_inputs(inputs, &out[0])?;
         let d = by_class!("ArcTan2", out[0].dtype, &a, &b, &out[0],
-            int: |_, _| unreachable!("checked by output_specs"),
+            int: rejected,
             float: |x, y| Float::map2(x, y, f32::atan2, f64::atan2),
             complex: None)?;
         Ok(vec![d])
@@ -220,12 +272,17 @@ fn complex_logaddexp(x: Complex64, y: Complex64) -> Complex64 {
 
 impl Primitive for LogAddExp {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
-        checked_spec("LogAddExp", inputs, Dtype::is_inexact, "a floating-point dtype")
+        checked_spec(
+            "LogAddExp",
+            inputs,
+            Dtype::is_inexact,
+            "a floating-point dtype",
+        )
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let (a, b) = broadcast_inputs(inputs, &out[0])?;
         let d = by_class!("LogAddExp", out[0].dtype, &a, &b, &out[0],
-            int: |_, _| unreachable!("checked by output_specs"),
+            int: rejected,
             float: Float::logaddexp,
             complex: Some(complex_logaddexp))?;
         Ok(vec![d])
@@ -248,16 +305,46 @@ pub struct BitwiseBinary {
 macro_rules! int_dispatch {
     ($dtype:expr, $a:expr, $b:expr, $out:expr, $f:ident) => {
         match $dtype {
-            Dtype::Bool => binary::<bool, bool>($a, $b, $out, <bool as Int>::$f),
-            Dtype::Uint8 => binary::<u8, u8>($a, $b, $out, <u8 as Int>::$f),
-            Dtype::Uint16 => binary::<u16, u16>($a, $b, $out, <u16 as Int>::$f),
-            Dtype::Uint32 => binary::<u32, u32>($a, $b, $out, <u32 as Int>::$f),
-            Dtype::Uint64 => binary::<u64, u64>($a, $b, $out, <u64 as Int>::$f),
-            Dtype::Int8 => binary::<i8, i8>($a, $b, $out, <i8 as Int>::$f),
-            Dtype::Int16 => binary::<i16, i16>($a, $b, $out, <i16 as Int>::$f),
-            Dtype::Int32 => binary::<i32, i32>($a, $b, $out, <i32 as Int>::$f),
-            Dtype::Int64 => binary::<i64, i64>($a, $b, $out, <i64 as Int>::$f),
-            d => Err(Error::unsupported("BitwiseBinary", format!("{d} is not supported"))),
+            Dtype::Bool => {
+                let f: fn(bool, bool) -> bool = <bool as Int>::$f;
+                binary::<bool, bool>($a, $b, $out, f)
+            }
+            Dtype::Uint8 => {
+                let f: fn(u8, u8) -> u8 = <u8 as Int>::$f;
+                binary::<u8, u8>($a, $b, $out, f)
+            }
+            Dtype::Uint16 => {
+                let f: fn(u16, u16) -> u16 = <u16 as Int>::$f;
+                binary::<u16, u16>($a, $b, $out, f)
+            }
+            Dtype::Uint32 => {
+                let f: fn(u32, u32) -> u32 = <u32 as Int>::$f;
+                binary::<u32, u32>($a, $b, $out, f)
+            }
+            Dtype::Uint64 => {
+                let f: fn(u64, u64) -> u64 = <u64 as Int>::$f;
+                binary::<u64, u64>($a, $b, $out, f)
+            }
+            Dtype::Int8 => {
+                let f: fn(i8, i8) -> i8 = <i8 as Int>::$f;
+                binary::<i8, i8>($a, $b, $out, f)
+            }
+            Dtype::Int16 => {
+                let f: fn(i16, i16) -> i16 = <i16 as Int>::$f;
+                binary::<i16, i16>($a, $b, $out, f)
+            }
+            Dtype::Int32 => {
+                let f: fn(i32, i32) -> i32 = <i32 as Int>::$f;
+                binary::<i32, i32>($a, $b, $out, f)
+            }
+            Dtype::Int64 => {
+                let f: fn(i64, i64) -> i64 = <i64 as Int>::$f;
+                binary::<i64, i64>($a, $b, $out, f)
+            }
+            d => Err(Error::unsupported(
+                "BitwiseBinary",
+                format!("{d} is not supported"),
+            )),
         }
     };
 }
@@ -298,7 +385,11 @@ macro_rules! bool_binary {
             }
             fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
                 let (a, b) = broadcast_inputs(inputs, &out[0])?;
-                Ok(vec![dispatch_dtype!(a.dtype(), T => binary::<T, bool>(&a, &b, &out[0], |$x: T, $y: T| $e)?)])
+                // A function pointer: all comparisons share one kernel per dtype.
+                Ok(vec![dispatch_dtype!(a.dtype(), T => {
+                    let f: fn(T, T) -> bool = |$x: T, $y: T| $e;
+                    binary::<T, bool>(&a, &b, &out[0], f)?
+                })])
             }
         }
     };
@@ -346,12 +437,14 @@ impl Primitive for Equal {
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let (a, b) = broadcast_inputs(inputs, &out[0])?;
-        let nan = self.equal_nan;
-        Ok(vec![
-            dispatch_dtype!(a.dtype(), T => binary::<T, bool>(&a, &b, &out[0], |x: T, y: T| {
-                x == y || (nan && x.is_nan() && y.is_nan())
-            })?),
-        ])
+        Ok(vec![dispatch_dtype!(a.dtype(), T => {
+            let f: fn(T, T) -> bool = if self.equal_nan {
+                |x: T, y: T| x == y || (x.is_nan() && y.is_nan())
+            } else {
+                |x: T, y: T| x == y
+            };
+            binary::<T, bool>(&a, &b, &out[0], f)?
+        })])
     }
 }
 
@@ -361,7 +454,12 @@ impl Primitive for Equal {
 pub struct DivMod {}
 
 /// Both outputs of DivMod from row-major copies of the inputs.
-fn divmod_kernel<T: Num>(a: &Array, b: &Array, out: &Spec, f: impl Fn(T, T) -> (T, T)) -> Result<[Data; 2]> {
+fn divmod_kernel<T: Num>(
+    a: &Array,
+    b: &Array,
+    out: &Spec,
+    f: impl Fn(T, T) -> (T, T),
+) -> Result<[Data; 2]> {
     let shape = &out.shape;
     let xa = to_contiguous_vec::<T>(&a.data()?, shape);
     let xb = to_contiguous_vec::<T>(&b.data()?, shape);

@@ -6,7 +6,7 @@
 use super::expect_inputs;
 use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::elementwise::unary;
-use crate::backend::cpu::math;
+use crate::backend::cpu::math::{self, complex};
 use crate::backend::cpu::num::{bf16_from_f32, f16_from_f32, Float, Num};
 use crate::primitive::Spec;
 use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
@@ -117,7 +117,7 @@ macro_rules! float_unary {
 
 float_unary!(
     /// `e^x` with MLX's polynomial (computed in f32 for every real dtype).
-    Exp, Accepts::Inexact, math::exp_f32, |x| math::exp_f32(x as f32) as f64, Some(|z| z.exp())
+    Exp, Accepts::Inexact, math::exp_f32, |x| math::exp_f32(x as f32) as f64, Some(complex::exp)
 );
 float_unary!(
     /// `e^x - 1` (libm).
@@ -129,51 +129,51 @@ float_unary!(
 );
 float_unary!(
     /// Sine with MLX's Cephes-style reduction (computed in f32).
-    Sin, Accepts::Inexact, math::sin_f32, math::sin_f64, Some(|z| z.sin())
+    Sin, Accepts::Inexact, math::sin_f32, math::sin_f64, Some(complex::sin)
 );
 float_unary!(
     /// Cosine with MLX's Cephes-style reduction (computed in f32).
-    Cos, Accepts::Inexact, math::cos_f32, math::cos_f64, Some(|z| z.cos())
+    Cos, Accepts::Inexact, math::cos_f32, math::cos_f64, Some(complex::cos)
 );
 float_unary!(
     /// Tangent (libm).
-    Tan, Accepts::Inexact, f32::tan, f64::tan, Some(|z| z.tan())
+    Tan, Accepts::Inexact, f32::tan, f64::tan, Some(complex::tan)
 );
 float_unary!(
     /// Hyperbolic sine (libm).
-    Sinh, Accepts::Inexact, f32::sinh, f64::sinh, Some(|z| z.sinh())
+    Sinh, Accepts::Inexact, f32::sinh, f64::sinh, Some(complex::sinh)
 );
 float_unary!(
     /// Hyperbolic cosine (libm).
-    Cosh, Accepts::Inexact, f32::cosh, f64::cosh, Some(|z| z.cosh())
+    Cosh, Accepts::Inexact, f32::cosh, f64::cosh, Some(complex::cosh)
 );
 float_unary!(
     /// Hyperbolic tangent (libm).
-    Tanh, Accepts::Inexact, f32::tanh, f64::tanh, Some(|z| z.tanh())
+    Tanh, Accepts::Inexact, f32::tanh, f64::tanh, Some(complex::tanh)
 );
 float_unary!(
     /// Inverse sine (libm).
-    ArcSin, Accepts::Inexact, f32::asin, f64::asin, Some(|z| z.asin())
+    ArcSin, Accepts::Inexact, f32::asin, f64::asin, Some(complex::asin)
 );
 float_unary!(
     /// Inverse cosine (libm).
-    ArcCos, Accepts::Inexact, f32::acos, f64::acos, Some(|z| z.acos())
+    ArcCos, Accepts::Inexact, f32::acos, f64::acos, Some(complex::acos)
 );
 float_unary!(
     /// Inverse tangent (libm).
-    ArcTan, Accepts::Inexact, f32::atan, f64::atan, Some(|z| z.atan())
+    ArcTan, Accepts::Inexact, f32::atan, f64::atan, Some(complex::atan)
 );
 float_unary!(
     /// Inverse hyperbolic sine (libm `asinhf`).
-    ArcSinh, Accepts::Inexact, math::asinh_f32, math::asinh_f64, Some(|z| z.asinh())
+    ArcSinh, Accepts::Inexact, math::asinh_f32, math::asinh_f64, Some(complex::asinh)
 );
 float_unary!(
     /// Inverse hyperbolic cosine (libm `acoshf`).
-    ArcCosh, Accepts::Inexact, math::acosh_f32, math::acosh_f64, Some(|z| z.acosh())
+    ArcCosh, Accepts::Inexact, math::acosh_f32, math::acosh_f64, Some(complex::acosh)
 );
 float_unary!(
     /// Inverse hyperbolic tangent (libm `atanhf`).
-    ArcTanh, Accepts::Inexact, math::atanh_f32, math::atanh_f64, Some(|z| z.atanh())
+    ArcTanh, Accepts::Inexact, math::atanh_f32, math::atanh_f64, Some(complex::atanh)
 );
 float_unary!(
     /// The error function with MLX's polynomial (computed in f32).
@@ -229,17 +229,17 @@ impl Primitive for Log {
             LogBase::E => FloatFn {
                 f32: f32::ln,
                 f64: f64::ln,
-                c64: Some(|z| z.ln()),
+                c64: Some(complex::ln),
             },
             LogBase::Two => FloatFn {
                 f32: f32::log2,
                 f64: f64::log2,
-                c64: Some(|z| z.ln().unscale(std::f32::consts::LN_2)),
+                c64: Some(|z| complex::ln(z).unscale(std::f32::consts::LN_2)),
             },
             LogBase::Ten => FloatFn {
                 f32: f32::log10,
                 f64: f64::log10,
-                c64: Some(|z| z.ln().unscale(std::f32::consts::LN_10)),
+                c64: Some(|z| complex::ln(z).unscale(std::f32::consts::LN_10)),
             },
         };
         Ok(vec![float_map("Log", &inputs[0], &out[0], &k)?])
@@ -258,21 +258,36 @@ impl Primitive for Sqrt {
         unary_spec("Sqrt", inputs, Accepts::Inexact, None)
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
-        let k = if self.recip {
-            FloatFn {
-                f32: |x| 1.0 / x.sqrt(),
-                f64: |x| 1.0 / x.sqrt(),
-                c64: Some(|z| Complex64::new(1.0, 0.0) / z.sqrt()),
-            }
-        } else {
-            FloatFn {
+        let (a, o) = (&inputs[0], &out[0]);
+        if !self.recip {
+            let k = FloatFn {
                 f32: f32::sqrt,
                 f64: f64::sqrt,
-                c64: Some(|z| z.sqrt()),
+                c64: Some(complex::sqrt),
+            };
+            return Ok(vec![float_map("Sqrt", a, o, &k)?]);
+        }
+        // MLX computes 1 / sqrt(x) as two operations of the dtype: half
+        // types round the square root before dividing.
+        let d = match a.dtype() {
+            Dtype::Float16 => unary::<f16, f16>(a, o, rsqrt_half)?,
+            Dtype::Bfloat16 => unary::<bf16, bf16>(a, o, rsqrt_half)?,
+            _ => {
+                let k = FloatFn {
+                    f32: |x| 1.0 / x.sqrt(),
+                    f64: |x| 1.0 / x.sqrt(),
+                    c64: Some(|z| math::complex_div(Complex64::new(1.0, 0.0), complex::sqrt(z))),
+                };
+                float_map("Sqrt", a, o, &k)?
             }
         };
-        Ok(vec![float_map("Sqrt", &inputs[0], &out[0], &k)?])
+        Ok(vec![d])
     }
+}
+
+/// `1 / sqrt(x)` in a half type: both operations rounded to the type.
+fn rsqrt_half<T: Float>(x: T) -> T {
+    T::one().div(x.map(f32::sqrt, f64::sqrt))
 }
 
 /// The logistic function 1 / (1 + e^-x) with MLX's formula.
@@ -289,16 +304,19 @@ impl Primitive for Sigmoid {
             Dtype::Float32 => unary::<f32, f32>(a, o, math::sigmoid_f32)?,
             Dtype::Float64 => unary::<f64, f64>(a, o, math::sigmoid_f64)?,
             Dtype::Float16 => unary::<f16, f16>(a, o, |x| {
-                f16_from_f32(math::sigmoid_half(x.to_f32(), |e| {
-                    f16_from_f32(e).to_f32()
-                }))
+                f16_from_f32(math::sigmoid_half(x.to_f32(), |e| f16_from_f32(e).to_f32()))
             })?,
             Dtype::Bfloat16 => unary::<bf16, bf16>(a, o, |x| {
                 bf16_from_f32(math::sigmoid_half(x.to_f32(), |e| {
                     bf16_from_f32(e).to_f32()
                 }))
             })?,
-            d => return Err(Error::unsupported("Sigmoid", format!("{d} is not supported"))),
+            d => {
+                return Err(Error::unsupported(
+                    "Sigmoid",
+                    format!("{d} is not supported"),
+                ))
+            }
         };
         Ok(vec![d])
     }
@@ -388,7 +406,7 @@ fn complex_sign(z: Complex64) -> Complex64 {
     if z == Complex64::new(0.0, 0.0) {
         z
     } else {
-        z.unscale(z.norm())
+        math::complex_div(z, Complex64::new(z.norm(), 0.0))
     }
 }
 
@@ -433,12 +451,15 @@ impl Primitive for Abs {
             d if d.is_unsigned_integer() || d == Dtype::Bool => a.data()?,
             Dtype::Float32 => unary::<f32, f32>(a, &out[0], f32::abs)?,
             Dtype::Float64 => unary::<f64, f64>(a, &out[0], f64::abs)?,
-            Dtype::Float16 => unary::<f16, f16>(a, &out[0], |x| f16::from_bits(x.to_bits() & 0x7FFF))?,
-            Dtype::Bfloat16 => unary::<bf16, bf16>(a, &out[0], |x| bf16::from_bits(x.to_bits() & 0x7FFF))?,
-            Dtype::Complex64 => unary::<Complex64, Complex64>(a, &out[0], |z| {
-                Complex64::new(z.norm(), 0.0)
-            })?,
-            d => dispatch_dtype!(d, T => unary::<T, T>(a, &out[0], |x: T| if x.lt(T::zero()) { x.neg() } else { x })?),
+            // std::abs of a half type goes through f32 (a NaN gets MLX's NaN pattern).
+            Dtype::Float16 => unary::<f16, f16>(a, &out[0], |x| x.map(f32::abs, f64::abs))?,
+            Dtype::Bfloat16 => unary::<bf16, bf16>(a, &out[0], |x| x.map(f32::abs, f64::abs))?,
+            Dtype::Complex64 => {
+                unary::<Complex64, Complex64>(a, &out[0], |z| Complex64::new(z.norm(), 0.0))?
+            }
+            d => {
+                dispatch_dtype!(d, T => unary::<T, T>(a, &out[0], |x: T| if x.lt(T::zero()) { x.neg() } else { x })?)
+            }
         };
         Ok(vec![d])
     }
@@ -469,11 +490,9 @@ impl Primitive for Real {
         unary_spec("Real", inputs, Accepts::Complex, Some(Dtype::Float32))
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
-        Ok(vec![unary::<Complex64, f32>(
-            &inputs[0],
-            &out[0],
-            |z| z.re,
-        )?])
+        Ok(vec![unary::<Complex64, f32>(&inputs[0], &out[0], |z| {
+            z.re
+        })?])
     }
 }
 
@@ -486,11 +505,9 @@ impl Primitive for Imag {
         unary_spec("Imag", inputs, Accepts::Complex, Some(Dtype::Float32))
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
-        Ok(vec![unary::<Complex64, f32>(
-            &inputs[0],
-            &out[0],
-            |z| z.im,
-        )?])
+        Ok(vec![unary::<Complex64, f32>(&inputs[0], &out[0], |z| {
+            z.im
+        })?])
     }
 }
 

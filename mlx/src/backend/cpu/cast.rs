@@ -12,7 +12,7 @@ use half::{bf16, f16};
 
 /// x86 `cvttsd2si` into 32 bits: NaN and out-of-range give `i32::MIN`.
 fn trunc_i32(v: f64) -> i32 {
-    if v.is_nan() || v >= 2147483648.0 || v <= -2147483649.0 {
+    if !(v > -2147483649.0 && v < 2147483648.0) {
         i32::MIN
     } else {
         v as i32
@@ -21,7 +21,7 @@ fn trunc_i32(v: f64) -> i32 {
 
 /// x86 `cvttsd2si` into 64 bits: NaN and out-of-range give `i64::MIN`.
 fn trunc_i64(v: f64) -> i64 {
-    if v.is_nan() || v >= 9223372036854775808.0 || v < -9223372036854775808.0 {
+    if !(-9223372036854775808.0..9223372036854775808.0).contains(&v) {
         i64::MIN
     } else {
         v as i64

@@ -2,11 +2,36 @@
 //! `sigmoid`, evaluated in f32 with the same operations, constants and
 //! fused multiply-adds as MLX so that results agree bit for bit; and the C
 //! math library functions MLX calls for everything else (Rust's own
-//! `asinh`/`acosh`/`atanh` use different formulas, so they are bound here).
+//! `asinh`/`acosh`/`atanh` and num-complex's functions use different
+//! formulas and branch-cut conventions, so the C ones are bound here).
+
+// The constants are MLX's, written as in its source, so that they round to
+// the same f32 values.
+#![allow(clippy::excessive_precision, clippy::approx_constant)]
+
+use crate::Complex64;
 
 /// Bindings to the platform's C math library (linked by `std` already).
+/// `Complex64` is `#[repr(C)]` (re, im), the layout of C's `float _Complex`.
 mod libm {
+    use crate::Complex64;
     extern "C" {
+        pub fn cexpf(z: Complex64) -> Complex64;
+        pub fn clogf(z: Complex64) -> Complex64;
+        pub fn csqrtf(z: Complex64) -> Complex64;
+        pub fn csinf(z: Complex64) -> Complex64;
+        pub fn ccosf(z: Complex64) -> Complex64;
+        pub fn ctanf(z: Complex64) -> Complex64;
+        pub fn csinhf(z: Complex64) -> Complex64;
+        pub fn ccoshf(z: Complex64) -> Complex64;
+        pub fn ctanhf(z: Complex64) -> Complex64;
+        pub fn casinf(z: Complex64) -> Complex64;
+        pub fn cacosf(z: Complex64) -> Complex64;
+        pub fn catanf(z: Complex64) -> Complex64;
+        pub fn casinhf(z: Complex64) -> Complex64;
+        pub fn cacoshf(z: Complex64) -> Complex64;
+        pub fn catanhf(z: Complex64) -> Complex64;
+        pub fn cpowf(z: Complex64, w: Complex64) -> Complex64;
         pub fn asinhf(x: f32) -> f32;
         pub fn acoshf(x: f32) -> f32;
         pub fn atanhf(x: f32) -> f32;
@@ -48,6 +73,98 @@ pub fn atanh_f64(x: f64) -> f64 {
     // SAFETY: a pure C function of one double.
     unsafe { libm::atanh(x) }
 }
+/// Complex functions of the C library, as `std::exp(std::complex<float>)`
+/// and friends call them (C99 Annex G special values and branch cuts).
+pub mod complex {
+    use super::libm;
+    use crate::Complex64;
+
+    macro_rules! bind {
+        ($($(#[$doc:meta])* $name:ident => $c:ident;)*) => {$(
+            $(#[$doc])*
+            pub fn $name(z: Complex64) -> Complex64 {
+                // SAFETY: a pure C function of one float complex.
+                unsafe { libm::$c(z) }
+            }
+        )*};
+    }
+    bind! {
+        /// `cexpf`.
+        exp => cexpf;
+        /// `clogf`.
+        ln => clogf;
+        /// `csqrtf`.
+        sqrt => csqrtf;
+        /// `csinf`.
+        sin => csinf;
+        /// `ccosf`.
+        cos => ccosf;
+        /// `ctanf`.
+        tan => ctanf;
+        /// `csinhf`.
+        sinh => csinhf;
+        /// `ccoshf`.
+        cosh => ccoshf;
+        /// `ctanhf`.
+        tanh => ctanhf;
+        /// `casinf`.
+        asin => casinf;
+        /// `cacosf`.
+        acos => cacosf;
+        /// `catanf`.
+        atan => catanf;
+        /// `casinhf`.
+        asinh => casinhf;
+        /// `cacoshf`.
+        acosh => cacoshf;
+        /// `catanhf`.
+        atanh => catanhf;
+    }
+
+    /// `cpowf(z, w)`.
+    pub fn pow(z: Complex64, w: Complex64) -> Complex64 {
+        // SAFETY: a pure C function of two float complex values.
+        unsafe { libm::cpowf(z, w) }
+    }
+}
+
+/// Complex division as C compilers do it (libgcc's `__divsc3`: Smith's
+/// algorithm, then C99 Annex G infinities when the result is NaN), so that
+/// `z / 0` is infinite rather than NaN.
+pub fn complex_div(x: Complex64, y: Complex64) -> Complex64 {
+    let (mut a, mut b, mut c, mut d) = (x.re, x.im, y.re, y.im);
+    let (mut re, mut im);
+    if c.abs() < d.abs() {
+        let ratio = c / d;
+        let denom = c * ratio + d;
+        re = (a * ratio + b) / denom;
+        im = (b * ratio - a) / denom;
+    } else {
+        let ratio = d / c;
+        let denom = d * ratio + c;
+        re = (b * ratio + a) / denom;
+        im = (b - a * ratio) / denom;
+    }
+    if re.is_nan() && im.is_nan() {
+        let inf = f32::INFINITY;
+        if c == 0.0 && d == 0.0 && (!a.is_nan() || !b.is_nan()) {
+            re = inf.copysign(c) * a;
+            im = inf.copysign(c) * b;
+        } else if (a.is_infinite() || b.is_infinite()) && c.is_finite() && d.is_finite() {
+            a = (if a.is_infinite() { 1.0f32 } else { 0.0 }).copysign(a);
+            b = (if b.is_infinite() { 1.0f32 } else { 0.0 }).copysign(b);
+            re = inf * (a * c + b * d);
+            im = inf * (b * c - a * d);
+        } else if (c.is_infinite() || d.is_infinite()) && a.is_finite() && b.is_finite() {
+            c = (if c.is_infinite() { 1.0f32 } else { 0.0 }).copysign(c);
+            d = (if d.is_infinite() { 1.0f32 } else { 0.0 }).copysign(d);
+            re = 0.0 * (a * c + b * d);
+            im = 0.0 * (b * c - a * d);
+        }
+    }
+    Complex64::new(re, im)
+}
+
 /// IEEE remainder (`remainderf`): `x - n*y` with `n` = x/y rounded to even.
 pub fn ieee_remainder_f32(x: f32, y: f32) -> f32 {
     // SAFETY: a pure C function of two floats.

@@ -105,7 +105,7 @@ macro_rules! half_num {
             fn zero() -> Self { <$t>::ZERO }
             fn one() -> Self { <$t>::ONE }
             fn lt(self, o: Self) -> bool { self < o }
-            fn neg(self) -> Self { -self }
+            fn neg(self) -> Self { $round(-self.to_f32()) }
             fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};
@@ -161,7 +161,7 @@ impl Num for Complex64 {
         self * o
     }
     fn div(self, o: Self) -> Self {
-        self / o
+        math::complex_div(self, o)
     }
     fn max(self, o: Self) -> Self {
         if Num::is_nan(self) || complex_gt(self, o) {
