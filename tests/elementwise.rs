@@ -47,8 +47,10 @@ fn prefix(a: &Array, n: usize) -> Array {
     })
 }
 
-fn unary_op(name: &str) -> Box<dyn Fn(&Array) -> Result<Array>> {
-    Box::new(match name {
+type UnaryOp = fn(&Array) -> Result<Array>;
+
+fn unary_op(name: &str) -> UnaryOp {
+    match name {
         "abs" => ops::abs,
         "negative" => ops::negative,
         "sign" => ops::sign,
@@ -90,7 +92,7 @@ fn unary_op(name: &str) -> Box<dyn Fn(&Array) -> Result<Array>> {
         "isfinite" => ops::isfinite,
         "reciprocal" => ops::reciprocal,
         other => panic!("no op for {other}"),
-    })
+    }
 }
 
 fn binary_op(name: &str) -> fn(&Array, &Array) -> Result<Array> {

@@ -126,6 +126,9 @@ fn naive(
         .collect()
 }
 
+type BinaryOp = fn(&Array, &Array) -> mlx::Result<Array>;
+type Scalar<'a> = Box<dyn Fn(i32, i32) -> i32 + 'a>;
+
 /// A shape and a shape broadcast-compatible with it (some dims 1, maybe fewer dims).
 fn shapes() -> impl Strategy<Value = (Vec<i32>, Vec<i32>)> {
     prop::collection::vec(1i32..5, 0..4).prop_flat_map(|s| {
@@ -155,7 +158,7 @@ proptest! {
         let out = ops::broadcast_shapes("test", &sa, &sb).unwrap();
         let floor_div = |x: i32, y: i32| if y == 0 { 0 } else { x.div_euclid(y) - if y < 0 && x.rem_euclid(y) != 0 { 1 } else { 0 } };
         let py_rem = |x: i32, y: i32| if y == 0 { x } else { x - y * floor_div(x, y) };
-        let cases: [(fn(&Array, &Array) -> mlx::Result<Array>, Box<dyn Fn(i32, i32) -> i32>); 6] = [
+        let cases: [(BinaryOp, Scalar); 6] = [
             (ops::add, Box::new(|x, y| x + y)),
             (ops::multiply, Box::new(|x, y| x * y)),
             (ops::minimum, Box::new(|x, y| x.min(y))),
