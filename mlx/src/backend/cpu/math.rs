@@ -359,7 +359,9 @@ mod tests {
             let x = i as f32 * 0.173;
             if x.abs() < 80.0 {
                 let e = exp_f32(x);
-                assert!((e - x.exp()).abs() <= 4e-7 * x.exp(), "exp({x})");
+                // x·log2(e) is rounded to f32 first: the relative error grows with |x|.
+                let tol = 1e-7 * (1.0 + x.abs()) * x.exp();
+                assert!((e - x.exp()).abs() <= tol, "exp({x})");
             }
             assert!((sin_f32(x) - x.sin()).abs() < 1e-6, "sin({x})");
             assert!((cos_f32(x) - x.cos()).abs() < 1e-6, "cos({x})");
