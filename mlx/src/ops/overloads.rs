@@ -4,7 +4,7 @@
 
 use super::scalar_like;
 use crate::Array;
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 macro_rules! overload {
     ($tr:ident, $m:ident, $f:path) => {
@@ -63,11 +63,12 @@ overload!(Add, add, super::add);
 overload!(Sub, sub, super::subtract);
 overload!(Mul, mul, super::multiply);
 overload!(Div, div, super::divide);
+overload!(Rem, rem, super::remainder);
 
 impl Neg for &Array {
     type Output = Array;
     fn neg(self) -> Array {
-        super::multiply(self, &scalar_like(self, -1.0)).unwrap_or_else(|e| panic!("{e}"))
+        super::negative(self).unwrap_or_else(|e| panic!("{e}"))
     }
 }
 impl Neg for Array {

@@ -1,13 +1,19 @@
-//! Element-wise binary primitives. Inputs share one dtype; shapes are
-//! broadcast (ops insert explicit Broadcast nodes, as MLX does, but files
-//! written by hand may rely on the kernel broadcasting).
+//! Element-wise binary primitives (and `Select`). Inputs share one dtype;
+//! shapes are broadcast (ops insert explicit Broadcast nodes, as MLX does,
+//! but files written by hand may rely on the kernel broadcasting).
+//! Semantics are MLX 0.32.4's CPU ones: integer division by zero gives 0,
+//! `x % 0 = x` for integers, NaN in the first operand of max/min wins.
 
 use super::expect_inputs;
-use crate::backend::cpu::elementwise::binary;
-use crate::backend::cpu::num::Num;
+use crate::backend::cpu::copy::to_contiguous_vec;
+use crate::backend::cpu::elementwise::{binary, ternary};
+use crate::backend::cpu::math::complex;
+use crate::backend::cpu::num::{Float, Int, Num};
+use crate::buffer::Buffer;
 use crate::primitive::Spec;
 use crate::primitives::shape::broadcast_view;
-use crate::{dispatch_dtype, Array, Data, Dtype, Error, Primitive, Result};
+use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
+use half::{bf16, f16};
 
 /// Output spec of a binary op: broadcast shape; `out` dtype or the input's.
 pub(crate) fn binary_spec(name: &str, inputs: &[Spec], out: Option<Dtype>) -> Result<Vec<Spec>> {
@@ -25,6 +31,23 @@ pub(crate) fn binary_spec(name: &str, inputs: &[Spec], out: Option<Dtype>) -> Re
     Ok(vec![Spec::new(shape, out.unwrap_or(inputs[0].dtype))])
 }
 
+/// [`binary_spec`] that also checks the dtype with `ok`, naming `what` was expected.
+fn checked_spec(
+    name: &str,
+    inputs: &[Spec],
+    ok: impl Fn(Dtype) -> bool,
+    what: &str,
+) -> Result<Vec<Spec>> {
+    let spec = binary_spec(name, inputs, None)?;
+    if !ok(inputs[0].dtype) {
+        return Err(Error::invalid(
+            name,
+            format!("expected {what}, found {}", inputs[0].dtype),
+        ));
+    }
+    Ok(spec)
+}
+
 /// The two inputs as views of the output's shape.
 pub(crate) fn broadcast_inputs(inputs: &[Array], out: &Spec) -> Result<(Array, Array)> {
     Ok((
@@ -33,7 +56,7 @@ pub(crate) fn broadcast_inputs(inputs: &[Array], out: &Spec) -> Result<(Array, A
     ))
 }
 
-/// Defines a binary primitive whose kernel is `|x, y| expr` for every dtype with [`Num`].
+/// Defines a binary primitive whose kernel is a [`Num`] method, for every dtype.
 macro_rules! num_binary {
     ($(#[$doc:meta])* $name:ident, $f:ident) => {
         $(#[$doc])*
@@ -53,7 +76,7 @@ macro_rules! num_binary {
 }
 
 num_binary!(
-    /// `a + b`.
+    /// `a + b` (integers wrap; bool: or).
     Add, add
 );
 num_binary!(
@@ -65,14 +88,446 @@ num_binary!(
     Multiply, mul
 );
 num_binary!(
-    /// `a / b` (true division; ops cast integers to float first).
+    /// `a / b` (true division; ops cast integers to float first; an integer
+    /// division by zero gives 0).
     Divide, div
 );
 num_binary!(
-    /// Element-wise maximum; NaN propagates.
+    /// Element-wise maximum: `a` if it is NaN or larger, else `b`.
     Maximum, max
 );
 num_binary!(
-    /// Element-wise minimum; NaN propagates.
+    /// Element-wise minimum: `a` if it is NaN or smaller, else `b`.
     Minimum, min
 );
+
+/// Applies one of three kernels by dtype class: integers and bool, real
+/// floats, complex (`None`: unsupported). The kernels are passed as
+/// function pointers so that every op shares one kernel instance per dtype
+/// (this keeps compile times down; the arithmetic ops above stay inlined).
+macro_rules! by_class {
+    ($name:expr, $dtype:expr, $a:expr, $b:expr, $out:expr,
+     int: $fi:expr, float: $ff:expr, complex: $fc:expr) => {{
+        let (a, b, out) = ($a, $b, $out);
+        match $dtype {
+            Dtype::Bool => {
+                let f: fn(bool, bool) -> bool = $fi;
+                binary::<bool, bool>(a, b, out, f)
+            }
+            Dtype::Uint8 => {
+                let f: fn(u8, u8) -> u8 = $fi;
+                binary::<u8, u8>(a, b, out, f)
+            }
+            Dtype::Uint16 => {
+                let f: fn(u16, u16) -> u16 = $fi;
+                binary::<u16, u16>(a, b, out, f)
+            }
+            Dtype::Uint32 => {
+                let f: fn(u32, u32) -> u32 = $fi;
+                binary::<u32, u32>(a, b, out, f)
+            }
+            Dtype::Uint64 => {
+                let f: fn(u64, u64) -> u64 = $fi;
+                binary::<u64, u64>(a, b, out, f)
+            }
+            Dtype::Int8 => {
+                let f: fn(i8, i8) -> i8 = $fi;
+                binary::<i8, i8>(a, b, out, f)
+            }
+            Dtype::Int16 => {
+                let f: fn(i16, i16) -> i16 = $fi;
+                binary::<i16, i16>(a, b, out, f)
+            }
+            Dtype::Int32 => {
+                let f: fn(i32, i32) -> i32 = $fi;
+                binary::<i32, i32>(a, b, out, f)
+            }
+            Dtype::Int64 => {
+                let f: fn(i64, i64) -> i64 = $fi;
+                binary::<i64, i64>(a, b, out, f)
+            }
+            Dtype::Float16 => {
+                let f: fn(f16, f16) -> f16 = $ff;
+                binary::<f16, f16>(a, b, out, f)
+            }
+            Dtype::Float32 => {
+                let f: fn(f32, f32) -> f32 = $ff;
+                binary::<f32, f32>(a, b, out, f)
+            }
+            Dtype::Float64 => {
+                let f: fn(f64, f64) -> f64 = $ff;
+                binary::<f64, f64>(a, b, out, f)
+            }
+            Dtype::Bfloat16 => {
+                let f: fn(bf16, bf16) -> bf16 = $ff;
+                binary::<bf16, bf16>(a, b, out, f)
+            }
+            Dtype::Complex64 => {
+                let fc: Option<fn(Complex64, Complex64) -> Complex64> = $fc;
+                match fc {
+                    Some(f) => binary::<Complex64, Complex64>(a, b, out, f),
+                    None => Err(Error::unsupported($name, "complex64 is not supported")),
+                }
+            }
+        }
+    }};
+}
+
+/// Never called: the dtype was rejected by `output_specs`.
+fn rejected<T>(_: T, _: T) -> T {
+    unreachable!("dtype checked by output_specs")
+}
+
+/// Floor division: Python's `//` for integers (by zero: 0), `floor(a / b)`
+/// for floats (the division rounded in the dtype first), `a / b` for complex.
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct FloorDivide {}
+
+impl Primitive for FloorDivide {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        binary_spec("FloorDivide", inputs, None)
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let d = by_class!("FloorDivide", out[0].dtype, &a, &b, &out[0],
+            int: Int::floor_div,
+            float: |x, y| Float::floor(Num::div(x, y)),
+            complex: Some(Num::div))?;
+        Ok(vec![d])
+    }
+}
+
+/// Python-style remainder (the result has the divisor's sign); for
+/// integers `x % 0 = x`; floats go through the IEEE remainder as MLX does.
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct Remainder {}
+
+impl Primitive for Remainder {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        checked_spec("Remainder", inputs, |d| !d.is_complex(), "a real dtype")
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let d = by_class!("Remainder", out[0].dtype, &a, &b, &out[0],
+            int: Int::rem, float: Float::py_rem, complex: None)?;
+        Ok(vec![d])
+    }
+}
+
+/// `a^b`: integer powers by repeated squaring (negative exponents give 0),
+/// libm `pow` for floats, complex `exp(b·ln a)`.
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct Power {}
+
+impl Primitive for Power {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        binary_spec("Power", inputs, None)
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let d = by_class!("Power", out[0].dtype, &a, &b, &out[0],
+            int: Int::pow,
+            float: |x, y| Float::map2(x, y, f32::powf, f64::powf),
+            complex: Some(complex::pow))?;
+        Ok(vec![d])
+    }
+}
+
+/// `atan2(a, b)` for real floats (libm).
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct ArcTan2 {}
+
+impl Primitive for ArcTan2 {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        checked_spec(
+            "ArcTan2",
+            inputs,
+            Dtype::is_float,
+            "a real floating-point dtype",
+        )
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let d = by_class!("ArcTan2", out[0].dtype, &a, &b, &out[0],
+            int: rejected,
+            float: |x, y| Float::map2(x, y, f32::atan2, f64::atan2),
+            complex: None)?;
+        Ok(vec![d])
+    }
+}
+
+/// `log(e^a + e^b)` computed as `max + log1p(exp(min - max))` with MLX's exp.
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct LogAddExp {}
+
+fn complex_logaddexp(x: Complex64, y: Complex64) -> Complex64 {
+    let (maxval, minval) = (Num::max(x, y), Num::min(x, y));
+    let inf = f32::INFINITY;
+    if minval == Complex64::new(-inf, 0.0) || maxval == Complex64::new(inf, 0.0) {
+        return maxval;
+    }
+    let e = (minval - maxval).exp();
+    maxval + (e + Complex64::new(1.0, 0.0)).ln()
+}
+
+impl Primitive for LogAddExp {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        checked_spec(
+            "LogAddExp",
+            inputs,
+            Dtype::is_inexact,
+            "a floating-point dtype",
+        )
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let d = by_class!("LogAddExp", out[0].dtype, &a, &b, &out[0],
+            int: rejected,
+            float: Float::logaddexp,
+            complex: Some(complex_logaddexp))?;
+        Ok(vec![d])
+    }
+}
+
+crate::state_enum! {
+    /// The operation of [`BitwiseBinary`] (MLX's `BitwiseBinary::Op`).
+    pub enum BitwiseOp { And = 0, Or = 1, Xor = 2, LeftShift = 3, RightShift = 4 }
+}
+
+/// Bitwise and/or/xor and shifts on integers and bool.
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct BitwiseBinary {
+    #[state]
+    pub op: BitwiseOp,
+}
+
+/// Dispatches `$f` (a method of [`Int`]) over the integer and bool dtypes.
+macro_rules! int_dispatch {
+    ($dtype:expr, $a:expr, $b:expr, $out:expr, $f:ident) => {
+        match $dtype {
+            Dtype::Bool => {
+                let f: fn(bool, bool) -> bool = <bool as Int>::$f;
+                binary::<bool, bool>($a, $b, $out, f)
+            }
+            Dtype::Uint8 => {
+                let f: fn(u8, u8) -> u8 = <u8 as Int>::$f;
+                binary::<u8, u8>($a, $b, $out, f)
+            }
+            Dtype::Uint16 => {
+                let f: fn(u16, u16) -> u16 = <u16 as Int>::$f;
+                binary::<u16, u16>($a, $b, $out, f)
+            }
+            Dtype::Uint32 => {
+                let f: fn(u32, u32) -> u32 = <u32 as Int>::$f;
+                binary::<u32, u32>($a, $b, $out, f)
+            }
+            Dtype::Uint64 => {
+                let f: fn(u64, u64) -> u64 = <u64 as Int>::$f;
+                binary::<u64, u64>($a, $b, $out, f)
+            }
+            Dtype::Int8 => {
+                let f: fn(i8, i8) -> i8 = <i8 as Int>::$f;
+                binary::<i8, i8>($a, $b, $out, f)
+            }
+            Dtype::Int16 => {
+                let f: fn(i16, i16) -> i16 = <i16 as Int>::$f;
+                binary::<i16, i16>($a, $b, $out, f)
+            }
+            Dtype::Int32 => {
+                let f: fn(i32, i32) -> i32 = <i32 as Int>::$f;
+                binary::<i32, i32>($a, $b, $out, f)
+            }
+            Dtype::Int64 => {
+                let f: fn(i64, i64) -> i64 = <i64 as Int>::$f;
+                binary::<i64, i64>($a, $b, $out, f)
+            }
+            d => Err(Error::unsupported(
+                "BitwiseBinary",
+                format!("{d} is not supported"),
+            )),
+        }
+    };
+}
+
+impl Primitive for BitwiseBinary {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        checked_spec(
+            "BitwiseBinary",
+            inputs,
+            |d| d.is_integer() || d == Dtype::Bool,
+            "integer or boolean inputs",
+        )
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let (a, b, o) = (&a, &b, &out[0]);
+        let d = match self.op {
+            BitwiseOp::And => int_dispatch!(o.dtype, a, b, o, bit_and),
+            BitwiseOp::Or => int_dispatch!(o.dtype, a, b, o, bit_or),
+            BitwiseOp::Xor => int_dispatch!(o.dtype, a, b, o, bit_xor),
+            BitwiseOp::LeftShift => int_dispatch!(o.dtype, a, b, o, shl),
+            BitwiseOp::RightShift => int_dispatch!(o.dtype, a, b, o, shr),
+        }?;
+        Ok(vec![d])
+    }
+}
+
+/// Defines a primitive with a bool output from `|x, y| expr` over every dtype.
+macro_rules! bool_binary {
+    ($(#[$doc:meta])* $name:ident, |$x:ident, $y:ident| $e:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+        pub struct $name {}
+
+        impl Primitive for $name {
+            fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+                binary_spec(stringify!($name), inputs, Some(Dtype::Bool))
+            }
+            fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+                let (a, b) = broadcast_inputs(inputs, &out[0])?;
+                // A function pointer: all comparisons share one kernel per dtype.
+                Ok(vec![dispatch_dtype!(a.dtype(), T => {
+                    let f: fn(T, T) -> bool = |$x: T, $y: T| $e;
+                    binary::<T, bool>(&a, &b, &out[0], f)?
+                })])
+            }
+        }
+    };
+}
+
+bool_binary!(
+    /// `a != b` (NaN differs from everything).
+    NotEqual, |x, y| x != y
+);
+bool_binary!(
+    /// `a < b` (complex: lexicographic, as MLX).
+    Less, |x, y| x.lt(y)
+);
+bool_binary!(
+    /// `a <= b`.
+    LessEqual, |x, y| x.lt(y) || x == y
+);
+bool_binary!(
+    /// `a > b`.
+    Greater, |x, y| y.lt(x)
+);
+bool_binary!(
+    /// `a >= b`.
+    GreaterEqual, |x, y| y.lt(x) || x == y
+);
+bool_binary!(
+    /// Logical and of the truth values (ops cast to bool first).
+    LogicalAnd, |x, y| x.truthy() && y.truthy()
+);
+bool_binary!(
+    /// Logical or of the truth values.
+    LogicalOr, |x, y| x.truthy() || y.truthy()
+);
+
+/// `a == b`; with `equal_nan`, NaN equals NaN (MLX's `NaNEqual`).
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct Equal {
+    #[state]
+    pub equal_nan: bool,
+}
+
+impl Primitive for Equal {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        binary_spec("Equal", inputs, Some(Dtype::Bool))
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        Ok(vec![dispatch_dtype!(a.dtype(), T => {
+            let f: fn(T, T) -> bool = if self.equal_nan {
+                |x: T, y: T| x == y || (x.is_nan() && y.is_nan())
+            } else {
+                |x: T, y: T| x == y
+            };
+            binary::<T, bool>(&a, &b, &out[0], f)?
+        })])
+    }
+}
+
+/// Quotient and remainder at once (two outputs): floor division and the
+/// Python remainder (fmod-based for floats, as MLX's DivMod).
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct DivMod {}
+
+/// Both outputs of DivMod from row-major copies of the inputs.
+fn divmod_kernel<T: Num>(
+    a: &Array,
+    b: &Array,
+    out: &Spec,
+    f: impl Fn(T, T) -> (T, T),
+) -> Result<[Data; 2]> {
+    let shape = &out.shape;
+    let xa = to_contiguous_vec::<T>(&a.data()?, shape);
+    let xb = to_contiguous_vec::<T>(&b.data()?, shape);
+    let (q, r): (Vec<T>, Vec<T>) = xa.into_iter().zip(xb).map(|(x, y)| f(x, y)).unzip();
+    Ok([
+        Data::contiguous(Buffer::from_slice(&q), shape),
+        Data::contiguous(Buffer::from_slice(&r), shape),
+    ])
+}
+
+fn int_divmod<T: Int>(x: T, y: T) -> (T, T) {
+    (x.floor_div(y), x.rem(y))
+}
+
+impl Primitive for DivMod {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let spec = checked_spec("DivMod", inputs, |d| !d.is_complex(), "a real dtype")?;
+        Ok(vec![spec[0].clone(), spec[0].clone()])
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, b) = broadcast_inputs(inputs, &out[0])?;
+        let (a, b, o) = (&a, &b, &out[0]);
+        let [q, r] = match o.dtype {
+            Dtype::Bool => divmod_kernel::<bool>(a, b, o, int_divmod)?,
+            Dtype::Uint8 => divmod_kernel::<u8>(a, b, o, int_divmod)?,
+            Dtype::Uint16 => divmod_kernel::<u16>(a, b, o, int_divmod)?,
+            Dtype::Uint32 => divmod_kernel::<u32>(a, b, o, int_divmod)?,
+            Dtype::Uint64 => divmod_kernel::<u64>(a, b, o, int_divmod)?,
+            Dtype::Int8 => divmod_kernel::<i8>(a, b, o, int_divmod)?,
+            Dtype::Int16 => divmod_kernel::<i16>(a, b, o, int_divmod)?,
+            Dtype::Int32 => divmod_kernel::<i32>(a, b, o, int_divmod)?,
+            Dtype::Int64 => divmod_kernel::<i64>(a, b, o, int_divmod)?,
+            Dtype::Float16 => divmod_kernel::<f16>(a, b, o, Float::divmod)?,
+            Dtype::Float32 => divmod_kernel::<f32>(a, b, o, Float::divmod)?,
+            Dtype::Float64 => divmod_kernel::<f64>(a, b, o, Float::divmod)?,
+            Dtype::Bfloat16 => divmod_kernel::<bf16>(a, b, o, Float::divmod)?,
+            Dtype::Complex64 => {
+                return Err(Error::unsupported("DivMod", "complex64 is not supported"))
+            }
+        };
+        Ok(vec![q, r])
+    }
+}
+
+/// `cond ? a : b` element-wise; inputs (bool condition, a, b) broadcast.
+#[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+pub struct Select {}
+
+impl Primitive for Select {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        expect_inputs("Select", inputs, 3)?;
+        if inputs[0].dtype != Dtype::Bool {
+            return Err(Error::invalid(
+                "Select",
+                format!("the condition must be bool, found {}", inputs[0].dtype),
+            ));
+        }
+        let spec = binary_spec("Select", &inputs[1..], None)?;
+        let shape = crate::ops::broadcast_shapes("Select", &inputs[0].shape, &spec[0].shape)?;
+        Ok(vec![Spec::new(shape, spec[0].dtype)])
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let o = &out[0];
+        let c = broadcast_view(&inputs[0], &o.shape)?;
+        let a = broadcast_view(&inputs[1], &o.shape)?;
+        let b = broadcast_view(&inputs[2], &o.shape)?;
+        Ok(vec![
+            dispatch_dtype!(o.dtype, T => ternary::<bool, T, T>(&c, &a, &b, o, |c, x, y| if c { x } else { y })?),
+        ])
+    }
+}

@@ -1,9 +1,42 @@
-//! Element conversion between any two dtypes, as C++ `static_cast` does it
-//! (integers wrap, floats truncate toward zero into integers, bool is `!= 0`,
-//! complex to real keeps the real part).
+//! Element conversion between any two dtypes, as MLX's C++ `static_cast`
+//! does it on x86-64: integers wrap; floats truncate toward zero into
+//! integers, through a 32-bit conversion for types up to 32 bits (an
+//! out-of-range value gives `i32::MIN` before wrapping, so 300.0 -> uint8 is
+//! 44) and a 64-bit one otherwise; bool is `!= 0`; complex to real keeps the
+//! real part; half types are reached through f32 (so f64 -> f16 rounds
+//! twice, as in MLX) with MLX's NaN patterns.
 
+use super::num::{bf16_from_f32, f16_from_f32};
 use crate::{Complex64, Element};
 use half::{bf16, f16};
+
+/// x86 `cvttsd2si` into 32 bits: NaN and out-of-range give `i32::MIN`.
+fn trunc_i32(v: f64) -> i32 {
+    if !(v > -2147483649.0 && v < 2147483648.0) {
+        i32::MIN
+    } else {
+        v as i32
+    }
+}
+
+/// x86 `cvttsd2si` into 64 bits: NaN and out-of-range give `i64::MIN`.
+fn trunc_i64(v: f64) -> i64 {
+    if !(-9223372036854775808.0..9223372036854775808.0).contains(&v) {
+        i64::MIN
+    } else {
+        v as i64
+    }
+}
+
+/// The float -> uint64 sequence compilers emit on x86-64.
+fn trunc_u64(v: f64) -> u64 {
+    const TWO63: f64 = 9223372036854775808.0;
+    if v < TWO63 {
+        trunc_i64(v) as u64
+    } else {
+        (trunc_i64(v - TWO63) as u64) ^ (1u64 << 63)
+    }
+}
 
 /// A value in transit between two element types.
 #[derive(Clone, Copy)]
@@ -25,7 +58,7 @@ pub trait Cast: Element {
 }
 
 macro_rules! int_cast {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $trunc:ident),*) => {$(
         impl Cast for $t {
             #[inline]
             fn to_wide(self) -> Wide { Wide::Int(self as i128) }
@@ -33,13 +66,14 @@ macro_rules! int_cast {
             fn from_wide(w: Wide) -> Self {
                 match w {
                     Wide::Int(i) => i as $t,
-                    Wide::Float(f) | Wide::Complex(f, _) => f as $t,
+                    Wide::Float(f) | Wide::Complex(f, _) => $trunc(f) as $t,
                 }
             }
         }
     )*};
 }
-int_cast!(u8, u16, u32, u64, i8, i16, i32, i64);
+int_cast!(u8 => trunc_i32, u16 => trunc_i32, u32 => trunc_i64, u64 => trunc_u64,
+          i8 => trunc_i32, i16 => trunc_i32, i32 => trunc_i32, i64 => trunc_i64);
 
 impl Cast for bool {
     fn to_wide(self) -> Wide {
@@ -55,16 +89,14 @@ impl Cast for bool {
 }
 
 macro_rules! float_cast {
-    ($($t:ty => $from_f64:expr, $from_f32:expr, $to_f64:expr);*) => {$(
+    ($($t:ty => $from_f64:expr, $from_int:expr, $to_f64:expr);*) => {$(
         impl Cast for $t {
             #[inline]
             fn to_wide(self) -> Wide { Wide::Float($to_f64(self)) }
             #[inline]
             fn from_wide(w: Wide) -> Self {
                 match w {
-                    // Integers convert through f32 when that is exact enough for the
-                    // target, as C++ converts int -> float directly.
-                    Wide::Int(i) => $from_f64(i as f64),
+                    Wide::Int(i) => $from_int(i),
                     Wide::Float(f) | Wide::Complex(f, _) => $from_f64(f),
                 }
             }
@@ -72,10 +104,10 @@ macro_rules! float_cast {
     )*};
 }
 float_cast!(
-    f32 => |v: f64| v as f32, |v: f32| v, |x: f32| x as f64;
-    f64 => |v: f64| v, |v: f32| v as f64, |x: f64| x;
-    f16 => f16::from_f64, f16::from_f32, |x: f16| x.to_f64();
-    bf16 => bf16::from_f64, bf16::from_f32, |x: bf16| x.to_f64()
+    f32 => |v: f64| v as f32, |i: i128| i as f32, |x: f32| x as f64;
+    f64 => |v: f64| v, |i: i128| i as f64, |x: f64| x;
+    f16 => |v: f64| f16_from_f32(v as f32), |i: i128| f16_from_f32(i as f32), |x: f16| x.to_f64();
+    bf16 => |v: f64| bf16_from_f32(v as f32), |i: i128| bf16_from_f32(i as f32), |x: bf16| x.to_f64()
 );
 
 impl Cast for Complex64 {
