@@ -43,7 +43,8 @@ impl Primitive for StopGradient {
 /// number of output specs). The count is kept here as `outputs`, written
 /// in native files and skipped on MLX's wire, so that shape inference can
 /// work from the inputs alone. A Depends read from an MLX file has
-/// `outputs == 0` ("unknown") and cannot infer its shapes (MLX cannot either).
+/// `outputs == 0` ("unknown") until the importer hands it the recorded
+/// output specs (`adopt_recorded_specs`).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 pub struct Depends {
     #[state(skip_mlx)]
@@ -51,6 +52,11 @@ pub struct Depends {
 }
 
 impl Primitive for Depends {
+    fn adopt_recorded_specs(&mut self, outputs: &[Spec]) {
+        if self.outputs == 0 {
+            self.outputs = outputs.len() as u64;
+        }
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let n = self.outputs as usize;
         if n == 0 {
