@@ -187,6 +187,24 @@ impl ImportedFunction {
         &self.version
     }
 
+    /// Output shapes and dtypes of trace `i`, as traced.
+    pub fn output_specs(&self, i: usize) -> Vec<crate::Spec> {
+        let t = &self.table.functions[i];
+        t.outputs
+            .iter()
+            .map(|r| super::spec_of_ref(t, &self.table.constants, r))
+            .collect()
+    }
+
+    /// Checks every constant against its checksum now (native files).
+    pub fn verify_all(&self, mut progress: impl FnMut(usize, usize)) -> Result<()> {
+        for i in 0..self.checks.len() {
+            self.verify(i)?;
+            progress(i + 1, self.checks.len());
+        }
+        Ok(())
+    }
+
     /// The whole decoded table (traces and constants), for tools.
     pub fn table(&self) -> &FunctionTable {
         &self.table

@@ -57,33 +57,48 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: read-only mapping; the file must not change while arrays use it.
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?);
-    let st = safetensors::SafeTensors::deserialize(&map)
-        .map_err(|e| Error::Format { path: name.clone(), msg: format!("not a valid safetensors file: {e}") })?;
+    let st = safetensors::SafeTensors::deserialize(&map).map_err(|e| Error::Format {
+        path: name.clone(),
+        msg: format!("not a valid safetensors file: {e}"),
+    })?;
     let base = map.as_ptr() as usize;
     let mut out = BTreeMap::new();
     for (key, view) in st.tensors() {
         let dtype = to_dtype(view.dtype()).ok_or_else(|| Error::Format {
             path: name.clone(),
-            msg: format!("tensor `{key}` has dtype {:?}, which has no MLX counterpart", view.dtype()),
+            msg: format!(
+                "tensor `{key}` has dtype {:?}, which has no MLX counterpart",
+                view.dtype()
+            ),
         })?;
         let shape: Vec<i32> = view
             .shape()
             .iter()
             .map(|&d| i32::try_from(d))
             .collect::<std::result::Result<_, _>>()
-            .map_err(|_| Error::Format { path: name.clone(), msg: format!("tensor `{key}` has a dimension over 2^31") })?;
+            .map_err(|_| Error::Format {
+                path: name.clone(),
+                msg: format!("tensor `{key}` has a dimension over 2^31"),
+            })?;
         let bytes = view.data();
         let offset = bytes.as_ptr() as usize - base;
         let buffer = if bytes.as_ptr() as usize % BUFFER_ALIGN == 0 && dtype != Dtype::Bool {
-            Buffer::mapped(map.clone(), offset, bytes.len()).unwrap_or_else(|| Buffer::from_bytes(bytes))
+            Buffer::mapped(map.clone(), offset, bytes.len())
+                .unwrap_or_else(|| Buffer::from_bytes(bytes))
         } else {
             let mut b = Buffer::from_bytes(bytes);
             if dtype == Dtype::Bool {
-                b.bytes_mut().expect("heap").iter_mut().for_each(|x| *x = (*x != 0) as u8);
+                b.bytes_mut()
+                    .expect("heap")
+                    .iter_mut()
+                    .for_each(|x| *x = (*x != 0) as u8);
             }
             b
         };
-        out.insert(key, Array::from_data(Data::contiguous(buffer, &shape), Spec::new(shape, dtype)));
+        out.insert(
+            key,
+            Array::from_data(Data::contiguous(buffer, &shape), Spec::new(shape, dtype)),
+        );
     }
     Ok(out)
 }

@@ -1,0 +1,249 @@
+//! `mlxfn`: inspect, run, convert, verify and draw exported functions
+//! (native files and MLX `.mlxfn` files alike).
+//!
+//! Exit codes: 0 success, 1 failure, 2 usage error.
+
+mod inputs;
+mod inspect;
+mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "mlxfn",
+    version,
+    about = "Inspect, run, convert, verify and draw exported functions"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Show the format, versions, metadata, signatures, outputs, primitives and constants.
+    Inspect {
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the signature matching the inputs and write each output as .npy.
+    Run {
+        file: PathBuf,
+        /// An input: FILE (next positional), N=FILE (positional N), NAME=FILE
+        /// (keyword). FILE is .npy, or .safetensors[:KEY].
+        #[arg(short = 'i', long = "input")]
+        inputs: Vec<String>,
+        /// Directory for out0.npy, out1.npy, ...
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+    },
+    /// Convert between the native format and MLX's.
+    Convert {
+        input: PathBuf,
+        output: PathBuf,
+        #[arg(long = "to", value_enum)]
+        to: Target,
+    },
+    /// Parse everything and check every checksum; exit 0 if sound, 1 if not.
+    Verify { file: PathBuf },
+    /// Write a trace's graph as Graphviz DOT (or SVG through Graphviz's `dot`).
+    Dot {
+        file: PathBuf,
+        /// Output path (.dot or .svg); standard output when absent.
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+        /// Which trace of the file.
+        #[arg(long, default_value_t = 0)]
+        function: usize,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Target {
+    Native,
+    Mlx,
+}
+
+/// A failure with the exit code it maps to.
+pub struct Failure {
+    pub code: u8,
+    pub msg: String,
+}
+
+impl From<mlx::Error> for Failure {
+    fn from(e: mlx::Error) -> Self {
+        Failure {
+            code: 1,
+            msg: e.to_string(),
+        }
+    }
+}
+
+/// A usage error (exit code 2).
+pub fn usage(msg: impl Into<String>) -> Failure {
+    Failure {
+        code: 2,
+        msg: msg.into(),
+    }
+}
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
+    if std::io::stderr().is_terminal() {
+        let pb = indicatif::ProgressBar::new(len);
+        pb.set_message(what.to_string());
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Inspect { file, json } => inspect::inspect(&file, json),
+        Cmd::Run { file, inputs, out } => run::run(&file, &inputs, out.as_deref()),
+        Cmd::Convert { input, output, to } => convert(&input, &output, to),
+        Cmd::Verify { file } => verify(&file),
+        Cmd::Dot {
+            file,
+            out,
+            function,
+        } => dot(&file, out.as_deref(), function),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            let first = f.msg.lines().next().unwrap_or("");
+            eprintln!("mlxfn: {first}");
+            for line in f.msg.lines().skip(1) {
+                eprintln!("  {line}");
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn convert(input: &std::path::Path, output: &std::path::Path, to: Target) -> Result<(), Failure> {
+    let pb = progress(3, "converting");
+    let f = mlx::import_function(input)?;
+    pb.inc(1);
+    if let mlx::Format::Native = f.format() {
+        f.verify_all(|_, _| {})?;
+    }
+    pb.inc(1);
+    let format = match to {
+        Target::Native => mlx::Format::Native,
+        Target::Mlx => mlx::Format::Mlx,
+    };
+    mlx::export::write_table(output, f.table(), format)?;
+    pb.finish_and_clear();
+    println!(
+        "converted {} ({:?}) -> {} ({format:?}): {} function(s), {} constant(s)",
+        input.display(),
+        f.format(),
+        output.display(),
+        f.signatures().len(),
+        f.table().constants.len()
+    );
+    Ok(())
+}
+
+fn verify(file: &std::path::Path) -> Result<(), Failure> {
+    let f = mlx::import_function(file)?;
+    let pb = progress(f.table().constants.len() as u64, "checking constants");
+    f.verify_all(|done, _| pb.set_position(done as u64))?;
+    pb.finish_and_clear();
+    // Rebuild every trace on placeholders: every entry's recorded shapes must follow.
+    for (i, sig) in f.signatures().iter().enumerate() {
+        let t = &f.table().functions[i];
+        let ph = mlx::transforms::tracing::placeholders(&t.inputs);
+        mlx::transforms::tracing::replay(t, &f.table().constants, &ph, f.shapeless()).map_err(
+            |e| Failure {
+                code: 1,
+                msg: format!("function {i} {sig}: {e}"),
+            },
+        )?;
+    }
+    println!(
+        "ok: {} ({:?}), {} function(s), {} constant(s) checked",
+        file.display(),
+        f.format(),
+        f.signatures().len(),
+        f.table().constants.len()
+    );
+    Ok(())
+}
+
+fn dot(
+    file: &std::path::Path,
+    out: Option<&std::path::Path>,
+    function: usize,
+) -> Result<(), Failure> {
+    let f = mlx::import_function(file)?;
+    let t = f.table().functions.get(function).ok_or_else(|| {
+        usage(format!(
+            "--function {function}: the file has {} function(s)",
+            f.signatures().len()
+        ))
+    })?;
+    let ph = mlx::transforms::tracing::placeholders(&t.inputs);
+    let outs = mlx::transforms::tracing::replay(t, &f.table().constants, &ph, f.shapeless())?;
+    let mut text = Vec::new();
+    mlx::export_to_dot(&mut text, &outs)?;
+    match out {
+        None => {
+            print!("{}", String::from_utf8_lossy(&text));
+            Ok(())
+        }
+        Some(p) if p.extension().is_some_and(|e| e == "svg") => {
+            use std::io::Write;
+            let mut child = std::process::Command::new("dot")
+                .arg("-Tsvg")
+                .arg("-o")
+                .arg(p)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|_| Failure {
+                    code: 1,
+                    msg: "SVG output needs Graphviz's `dot`, which was not found; install graphviz or write a .dot file"
+                        .into(),
+                })?;
+            child
+                .stdin
+                .take()
+                .expect("piped")
+                .write_all(&text)
+                .map_err(|e| Failure {
+                    code: 1,
+                    msg: e.to_string(),
+                })?;
+            let status = child.wait().map_err(|e| Failure {
+                code: 1,
+                msg: e.to_string(),
+            })?;
+            if !status.success() {
+                return Err(Failure {
+                    code: 1,
+                    msg: format!("`dot` failed with {status}"),
+                });
+            }
+            println!("wrote {}", p.display());
+            Ok(())
+        }
+        Some(p) => {
+            std::fs::write(p, &text).map_err(|e| Failure {
+                code: 1,
+                msg: format!("{}: {e}", p.display()),
+            })?;
+            println!("wrote {}", p.display());
+            Ok(())
+        }
+    }
+}
