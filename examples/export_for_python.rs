@@ -185,6 +185,30 @@ fn main() -> mlx::Result<()> {
         &mut manifest,
     );
 
+    // An MLP: relu(x @ w1 + b1) @ w2 + b2.
+    let (w1, b1) = (arr(&ramp(32, 1.0), &[8, 4]), arr(&ramp(4, 0.5), &[4]));
+    let (w2, b2) = (arr(&ramp(12, 1.0), &[4, 3]), arr(&ramp(3, 0.5), &[3]));
+    let path = dir.join("mlp.mlxfn");
+    let mlp = move |a: &[Array]| {
+        let h = ops::maximum(
+            &ops::addmm(&b1, &a[0], &w1, 1.0, 1.0)?,
+            &Array::scalar(0.0f32),
+        )?;
+        Ok(vec![ops::add(&ops::matmul(&h, &w2)?, &b2)?])
+    };
+    mlx::export_function(&path, mlp, &[arr(&[0.0; 16], &[2, 8])], &mlx_fmt)?;
+    let f = mlx::import_function(&path)?;
+    write_case(
+        dir,
+        "mlp",
+        &f,
+        &[Call {
+            args: vec![arr(&ramp(16, 4.0), &[2, 8])],
+            kwargs: Kwargs::new(),
+        }],
+        &mut manifest,
+    );
+
     std::fs::write(dir.join("manifest.jsonl"), manifest).map_err(|e| mlx::Error::io(dir, e))?;
     println!("wrote Rust exports to {}", dir.display());
     Ok(())

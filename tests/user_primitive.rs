@@ -164,3 +164,34 @@ fn state_round_trips_through_both_codecs() {
         soft_shrink(&x, 0.3).unwrap().to_vec::<f32>().unwrap()
     );
 }
+
+#[test]
+fn user_primitive_round_trips_through_a_native_file() {
+    let path = std::env::temp_dir().join(format!("user-prim-{}.mlxfn", std::process::id()));
+    mlx::export_function(
+        &path,
+        |a| Ok(vec![user_primitive::soft_shrink(&a[0], 0.5)?]),
+        &[Array::from_slice(&[0.0f32; 4], &[4]).unwrap()],
+        &mlx::ExportOptions::default(),
+    )
+    .unwrap();
+    let f = mlx::import_function(&path).unwrap();
+    let out = f
+        .call(&[Array::from_slice(&[-2.0f32, -0.25, 0.25, 1.5], &[4]).unwrap()])
+        .unwrap();
+    // soft-shrink with lambda 0.5: x - 0.5 above 0.5, x + 0.5 below -0.5, else 0.
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![-1.5, 0.0, 0.0, 1.0]);
+    // MLX cannot import a primitive it does not know: exporting in its format says so.
+    let e = mlx::export_function(
+        &path,
+        |a| Ok(vec![user_primitive::soft_shrink(&a[0], 0.5)?]),
+        &[Array::from_slice(&[0.0f32; 4], &[4]).unwrap()],
+        &mlx::ExportOptions {
+            format: mlx::Format::Mlx,
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("SoftShrink") && e.contains("not in MLX"), "{e}");
+}
