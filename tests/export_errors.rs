@@ -114,3 +114,42 @@ fn missing_file_names_the_path() {
         .to_string();
     assert!(e.contains("does-not-exist.mlxfn"), "{e}");
 }
+
+#[test]
+fn flipping_any_byte_never_gives_silently_different_numbers() {
+    let (_, bytes) = sample("flip.mlxfn");
+    let want: Vec<f32> = (0..256).map(|i| i as f32 + 1.0).collect();
+    for pos in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[pos] ^= 0x5a;
+        match import_bytes("flip2.mlxfn", &b).and_then(|f| call(&f)) {
+            Err(_) => {}
+            // Bytes nobody reads (reserved field, alignment padding) may change freely.
+            Ok(got) => assert_eq!(got, want, "byte {pos} flipped gave different numbers"),
+        }
+    }
+}
+
+#[test]
+fn one_imported_function_serves_eight_threads() {
+    let (path, _) = sample("threads.mlxfn");
+    let f = std::sync::Arc::new(mlx::import_function(&path).unwrap());
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                let x = Array::from_slice(&vec![t as f32; 256], &[256]).unwrap();
+                f.call(&[x]).unwrap()[0].to_vec::<f32>().unwrap()
+            })
+        })
+        .collect();
+    for (t, h) in handles.into_iter().enumerate() {
+        let got = h.join().unwrap();
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, &v)| v == i as f32 + t as f32),
+            "thread {t}"
+        );
+    }
+}
