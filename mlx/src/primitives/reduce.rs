@@ -78,7 +78,7 @@ impl Primitive for Reduce {
 }
 
 /// Index (uint32) of the first minimum or maximum along `axis`, which is
-/// kept as size 1. NaN is skipped unless it is the first element (MLX).
+/// kept as size 1. Ties pick the first index; the first NaN wins (MLX).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 pub struct ArgReduce {
     #[state]

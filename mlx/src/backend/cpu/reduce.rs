@@ -490,8 +490,8 @@ fn general<T: Element, R: Reducer<T>>(
 }
 
 /// Index of the first maximum (`max = true`) or minimum along `axis`, as
-/// uint32, with `axis` kept as size 1. NaN is never chosen unless it comes
-/// first (strict comparisons from the first element on, as MLX does).
+/// uint32, with `axis` kept as size 1. A NaN counts as the extreme: the first
+/// NaN's index is the answer (MLX 0.32.4 and numpy agree).
 pub fn arg_reduce<T: Element + Num>(data: &Data, shape: &[i32], axis: usize, max: bool) -> Data {
     let mut out_shape = shape.to_vec();
     out_shape[axis] = 1;
@@ -517,7 +517,9 @@ pub fn arg_reduce<T: Element + Num>(data: &Data, shape: &[i32], axis: usize, max
         let mut at = 0u32;
         for j in 1..n {
             let v = src[(b + j as isize * s) as usize];
-            let better = if max { best.lt(v) } else { v.lt(best) };
+            // `x != x` only for NaN: the first NaN wins, as in numpy.
+            #[allow(clippy::eq_op)]
+            let better = (v != v && best == best) || if max { best.lt(v) } else { v.lt(best) };
             if better {
                 best = v;
                 at = j as u32;
