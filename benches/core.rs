@@ -29,7 +29,9 @@ fn ms(d: Duration) -> f64 {
 
 /// Deterministic pseudo-random f32 values in [-4, 4).
 fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
             s = s
@@ -45,9 +47,7 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
 fn exp_node(x: &Array) -> Option<Array> {
     let entry = lookup("Exp").ok()?;
     let p = (entry.decode_mlx)(&mut MlxReader::new(&[], "bench")).ok()?;
-    Array::from_primitive_multi(p, vec![x.clone()])
-        .ok()?
-        .pop()
+    Array::from_primitive_multi(p, vec![x.clone()]).ok()?.pop()
 }
 
 const NUMPY_SCRIPT: &str = r#"
@@ -95,7 +95,10 @@ fn numpy_times() -> std::collections::HashMap<String, f64> {
         }
         Ok(o) => eprintln!(
             "numpy reference skipped: {}",
-            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         ),
         Err(e) => eprintln!("numpy reference skipped: cannot run {py}: {e}"),
     }

@@ -28,8 +28,20 @@ fn manifest() -> Value {
 /// Elements as f64, plus the exact integer values for 64-bit integer dtypes.
 fn values(a: &Array) -> (Vec<f64>, Option<Vec<i128>>) {
     let ints = match a.dtype() {
-        Dtype::Int64 => Some(a.to_vec::<i64>().unwrap().into_iter().map(i128::from).collect()),
-        Dtype::Uint64 => Some(a.to_vec::<u64>().unwrap().into_iter().map(i128::from).collect()),
+        Dtype::Int64 => Some(
+            a.to_vec::<i64>()
+                .unwrap()
+                .into_iter()
+                .map(i128::from)
+                .collect(),
+        ),
+        Dtype::Uint64 => Some(
+            a.to_vec::<u64>()
+                .unwrap()
+                .into_iter()
+                .map(i128::from)
+                .collect(),
+        ),
         _ => None,
     };
     (common::as_f64(a), ints)
@@ -92,11 +104,7 @@ fn reductions_match_mlx() {
         let cases = entry["cases"].as_array().unwrap();
         for inp in entry["inputs"].as_array().unwrap() {
             let in_file = inp["input"].as_str().unwrap();
-            let in_dtype = in_file
-                .trim_end_matches(".npy")
-                .split('_')
-                .nth(1)
-                .unwrap();
+            let in_dtype = in_file.trim_end_matches(".npy").split('_').nth(1).unwrap();
             let x = load(in_file, in_dtype);
             let dtype = inp["dtype"].as_str().unwrap();
             let packed = load(inp["file"].as_str().unwrap(), dtype);
@@ -171,7 +179,13 @@ fn bad_axes_are_errors() {
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![0.0, 0.0]);
     let p = ops::prod(&empty, &[1], false).unwrap();
     assert_eq!(p.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
-    assert_eq!(ops::all(&empty, &[], false).unwrap().item::<bool>().unwrap(), true);
+    assert_eq!(
+        ops::all(&empty, &[], false)
+            .unwrap()
+            .item::<bool>()
+            .unwrap(),
+        true
+    );
 }
 
 #[test]
@@ -180,7 +194,8 @@ fn fused_primitives_reject_bad_inputs() {
     let ints = Array::from_slice(&[1i32, 2, 3], &[3]).unwrap();
     let e = Array::from_primitive(LogSumExp {}, vec![ints.clone()]).unwrap_err();
     assert!(e.to_string().contains("floating point"), "{e}");
-    let e = Array::from_primitive(Softmax { precise: false }, vec![Array::scalar(1.0f32)]).unwrap_err();
+    let e =
+        Array::from_primitive(Softmax { precise: false }, vec![Array::scalar(1.0f32)]).unwrap_err();
     assert!(e.to_string().contains("0-d"), "{e}");
     // The ops cast integers to float32 first.
     let s = ops::softmax(&ints, &[-1], false).unwrap();
@@ -223,7 +238,10 @@ fn graphs_are_built_like_mlx() {
     assert_eq!(prim(&c), Some("Broadcast"));
     assert_eq!(input(&c, 0).item::<f32>().unwrap(), 1.0 / 3.0);
     // Softmax and logsumexp over the last axis are single nodes.
-    assert_eq!(prim(&ops::softmax(&x, &[-1], true).unwrap()), Some("Softmax"));
+    assert_eq!(
+        prim(&ops::softmax(&x, &[-1], true).unwrap()),
+        Some("Softmax")
+    );
     let l = ops::logsumexp(&x, &[2], true).unwrap();
     assert_eq!(prim(&l), Some("LogSumExp"));
     // argmax over a size-1 axis is zeros.
@@ -247,7 +265,10 @@ fn ties_pick_the_first_index_and_nan_rules() {
     assert!(mx[1].is_nan());
     // all/any: -0.0 is false, NaN is true.
     let z = Array::from_slice(&[-0.0f32, f32::NAN], &[2]).unwrap();
-    assert_eq!(ops::any(&z, &[], false).unwrap().to_vec::<bool>().unwrap(), vec![true]);
+    assert_eq!(
+        ops::any(&z, &[], false).unwrap().to_vec::<bool>().unwrap(),
+        vec![true]
+    );
     let z0 = Array::from_slice(&[-0.0f32, 0.0], &[2]).unwrap();
     assert!(!ops::any(&z0, &[], false).unwrap().item::<bool>().unwrap());
 }
@@ -259,12 +280,24 @@ fn softmax_rows_sum_to_one_and_handle_infinities() {
         &[2, 3],
     )
     .unwrap();
-    let s = ops::softmax(&x, &[-1], false).unwrap().to_vec::<f32>().unwrap();
+    let s = ops::softmax(&x, &[-1], false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert_eq!(&s[..3], &[0.5, 0.5, 0.0]);
     let t: f32 = s[3..].iter().sum();
     assert!((t - 1.0).abs() < 1e-6);
-    let l = ops::logsumexp(&x, &[-1], false).unwrap().to_vec::<f32>().unwrap();
+    let l = ops::logsumexp(&x, &[-1], false)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
     assert!((l[0] - (1000.0 + 2f32.ln())).abs() < 1e-3);
     let inf = Array::from_slice(&[f32::INFINITY, 1.0], &[2]).unwrap();
-    assert_eq!(ops::logsumexp(&inf, &[0], false).unwrap().item::<f32>().unwrap(), f32::INFINITY);
+    assert_eq!(
+        ops::logsumexp(&inf, &[0], false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        f32::INFINITY
+    );
 }

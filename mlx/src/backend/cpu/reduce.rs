@@ -401,10 +401,12 @@ fn row<T: Element, R: Reducer<T>>(
 
 /// Rows folded into block accumulators before joining the running total.
 const COLUMN_BLOCK: usize = 64;
-/// Outputs accumulated together in the column loop.
-const COLUMN_WIDTH: usize = 1024;
+/// Outputs accumulated together in the column loop (the accumulators stay in cache).
+const COLUMN_WIDTH: usize = 4096;
 
-/// Innermost kept run is contiguous (length `m`): accumulate whole rows.
+/// Innermost kept run is contiguous (length `m`): accumulate whole rows,
+/// streaming through memory. Work is split over outer indices, over column
+/// chunks, or (few outputs) over pieces of the reduced rows.
 fn column<T: Element, R: Reducer<T>>(
     outer: &[Dim],
     m: usize,
@@ -414,16 +416,16 @@ fn column<T: Element, R: Reducer<T>>(
     out: &mut [R::Out],
     parallel: bool,
 ) {
-    // One unit: outputs [j0, j0 + o.len()) of outer index k.
-    let unit = |k: usize, j0: usize, o: &mut [R::Out]| {
-        let b = base + loc(k, outer) + j0 as isize;
-        let w = o.len();
-        let mut total = vec![R::init(); w];
-        let mut block = vec![R::init(); w];
+    let n_red: usize = red.iter().map(|d| d.0).product();
+    let threads = rayon::current_num_threads();
+    // Rows [r0, r1) of the reduction, columns [b, b + len) of the input.
+    let accumulate = |b: isize, len: usize, r0: usize, r1: usize| -> Vec<R::Acc> {
+        let mut total = vec![R::init(); len];
+        let mut block = vec![R::init(); len];
         let mut rows = 0;
-        for_each_offset(red, |r| {
-            let x = &src[(b + r) as usize..(b + r) as usize + w];
-            for (a, &v) in block.iter_mut().zip(x) {
+        for r in r0..r1 {
+            let off = (b + loc(r, red)) as usize;
+            for (a, &v) in block.iter_mut().zip(&src[off..off + len]) {
                 *a = R::fold(*a, v);
             }
             rows += 1;
@@ -434,30 +436,57 @@ fn column<T: Element, R: Reducer<T>>(
                 }
                 rows = 0;
             }
-        });
-        for ((o, t), a) in o.iter_mut().zip(total).zip(block) {
-            *o = R::finish(R::combine(t, a));
         }
+        for (t, a) in total.iter_mut().zip(block) {
+            *t = R::combine(*t, a);
+        }
+        total
     };
-    let per_row = |k: usize, row: &mut [R::Out]| {
-        if parallel {
-            row.par_chunks_mut(COLUMN_WIDTH)
-                .enumerate()
-                .for_each(|(c, o)| unit(k, c * COLUMN_WIDTH, o));
+    // Outputs `o` = columns [j0, j0 + o.len()) of outer index k.
+    let unit = |k: usize, j0: usize, o: &mut [R::Out], split_rows: bool| {
+        let b = base + loc(k, outer) + j0 as isize;
+        let len = o.len();
+        let acc = if split_rows {
+            let piece = n_red.div_ceil(4 * threads).max(COLUMN_BLOCK);
+            (0..n_red.div_ceil(piece))
+                .into_par_iter()
+                .map(|p| accumulate(b, len, p * piece, ((p + 1) * piece).min(n_red)))
+                .reduce(
+                    || vec![R::init(); len],
+                    |mut x, y| {
+                        x.iter_mut()
+                            .zip(y)
+                            .for_each(|(a, b)| *a = R::combine(*a, b));
+                        x
+                    },
+                )
         } else {
-            row.chunks_mut(COLUMN_WIDTH)
-                .enumerate()
-                .for_each(|(c, o)| unit(k, c * COLUMN_WIDTH, o));
+            accumulate(b, len, 0, n_red)
+        };
+        for (o, a) in o.iter_mut().zip(acc) {
+            *o = R::finish(a);
         }
     };
-    if parallel {
-        out.par_chunks_mut(m)
-            .enumerate()
-            .for_each(|(k, row)| per_row(k, row));
+    let w = m.min(COLUMN_WIDTH);
+    let n_outer = out.len() / m;
+    if parallel && n_outer >= 2 * threads {
+        out.par_chunks_mut(m).enumerate().for_each(|(k, row)| {
+            for (c, o) in row.chunks_mut(w).enumerate() {
+                unit(k, c * w, o, false);
+            }
+        });
+    } else if parallel && m.div_ceil(w) >= 2 * threads {
+        for (k, row) in out.chunks_mut(m).enumerate() {
+            row.par_chunks_mut(w)
+                .enumerate()
+                .for_each(|(c, o)| unit(k, c * w, o, false));
+        }
     } else {
-        out.chunks_mut(m)
-            .enumerate()
-            .for_each(|(k, row)| per_row(k, row));
+        for (k, row) in out.chunks_mut(m).enumerate() {
+            for (c, o) in row.chunks_mut(w).enumerate() {
+                unit(k, c * w, o, parallel);
+            }
+        }
     }
 }
 

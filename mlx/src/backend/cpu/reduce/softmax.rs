@@ -10,12 +10,32 @@ use half::{bf16, f16};
 use num_traits::{Float, One, Zero};
 use rayon::prelude::*;
 
-/// `exp` used by the fused kernels. Kept behind one function so MLX's exact
-/// CPU `exp` (Cephes-style polynomial, `backend::cpu::math`) can replace the
-/// libm call in one place.
+/// `exp` of the fused kernels: MLX's CPU algorithm (2^(x·log2 e) as a
+/// Cephes polynomial of the fractional part, with fma, times 2^integer part
+/// built from bits; NaN passes through, x > 88 gives inf, x < -88 gives 0).
+/// Written branch-free so that it vectorises. `backend::cpu::math` owns the
+/// element-wise `exp`; this one can become a call to it if that one
+/// vectorises as well.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
-    x.exp()
+    let y = x * 1.442695f32;
+    let ipart = (y + 0.5).floor();
+    let f = y - ipart;
+    let mut p = 1.535336188319500e-4f32;
+    p = p.mul_add(f, 1.339887440266574e-3);
+    p = p.mul_add(f, 9.618437357674640e-3);
+    p = p.mul_add(f, 5.550332471162809e-2);
+    p = p.mul_add(f, 2.402264791363012e-1);
+    p = p.mul_add(f, 6.931472028550421e-1);
+    p = p.mul_add(f, 1.0);
+    let e = f32::from_bits(((ipart as i32).wrapping_add(127) << 23) as u32);
+    let r = if x.is_nan() { x } else { e * p };
+    let r = if x > 88.0 { f32::INFINITY } else { r };
+    if x < -88.0 {
+        0.0
+    } else {
+        r
+    }
 }
 
 /// The compute type of the fused kernels (f32 or f64).
@@ -29,9 +49,10 @@ impl Compute for f32 {
     }
 }
 impl Compute for f64 {
+    /// MLX computes the exp of doubles in float32 as well.
     #[inline(always)]
     fn fexp(self) -> f64 {
-        self.exp()
+        exp_f32(self as f32) as f64
     }
 }
 
@@ -74,7 +95,7 @@ fn nan_max<F: Float>(a: F, b: F) -> F {
 }
 
 /// Maximum of a row, in 8 lanes.
-#[inline]
+#[inline(always)]
 fn row_max<T: SoftmaxElem>(x: &[T]) -> T::F {
     let mut lanes = [T::F::neg_infinity(); 8];
     let chunks = x.chunks_exact(8);
@@ -91,23 +112,42 @@ fn row_max<T: SoftmaxElem>(x: &[T]) -> T::F {
     m
 }
 
-/// Sum of `exp(x - max)` over a row; `store(i, e)` sees every term.
-#[inline]
-fn row_exp_sum<T: SoftmaxElem>(x: &[T], max: T::F, mut store: impl FnMut(usize, T::F)) -> T::F {
+/// Sum of `exp(x - max)` over a row, in 8 lanes.
+#[inline(always)]
+fn row_exp_sum<T: SoftmaxElem>(x: &[T], max: T::F) -> T::F {
+    let mut lanes = [T::F::zero(); 8];
+    let chunks = x.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (acc, &v) in lanes.iter_mut().zip(c) {
+            *acc = *acc + (v.to_f() - max).fexp();
+        }
+    }
+    let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for &v in rest {
+        s = s + (v.to_f() - max).fexp();
+    }
+    s
+}
+
+/// [`row_exp_sum`] that also writes every term to `o`.
+#[inline(always)]
+fn row_exp_sum_store<T: SoftmaxElem>(x: &[T], o: &mut [T], max: T::F) -> T::F {
     let mut lanes = [T::F::zero(); 8];
     let n8 = x.len() / 8 * 8;
-    for (c, chunk) in x[..n8].chunks_exact(8).enumerate() {
-        for (l, (&v, acc)) in chunk.iter().zip(lanes.iter_mut()).enumerate() {
+    for (c, oc) in x[..n8].chunks_exact(8).zip(o[..n8].chunks_exact_mut(8)) {
+        for ((acc, &v), o) in lanes.iter_mut().zip(c).zip(oc) {
             let e = (v.to_f() - max).fexp();
-            store(c * 8 + l, e);
+            *o = T::from_f(e);
             *acc = *acc + e;
         }
     }
     let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
         + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    for (i, &v) in x.iter().enumerate().skip(n8) {
+    for (&v, o) in x[n8..].iter().zip(&mut o[n8..]) {
         let e = (v.to_f() - max).fexp();
-        store(i, e);
+        *o = T::from_f(e);
         s = s + e;
     }
     s
@@ -115,15 +155,16 @@ fn row_exp_sum<T: SoftmaxElem>(x: &[T], max: T::F, mut store: impl FnMut(usize, 
 
 /// Softmax of one row in the compute type, written to `o`. Half types
 /// recompute the exponentials in the scaling pass rather than round them.
+#[inline(always)]
 fn softmax_row<T: SoftmaxElem>(x: &[T], o: &mut [T]) {
     let max = row_max(x);
     if T::HALF {
-        let norm = T::F::one() / row_exp_sum(x, max, |_, _| {});
+        let norm = T::F::one() / row_exp_sum(x, max);
         for (o, &v) in o.iter_mut().zip(x) {
             *o = T::from_f((v.to_f() - max).fexp() * norm);
         }
     } else {
-        let s = row_exp_sum(x, max, |i, e| o[i] = T::from_f(e));
+        let s = row_exp_sum_store(x, o, max);
         let norm = T::F::one() / s;
         for o in o.iter_mut() {
             *o = T::from_f(o.to_f() * norm);
@@ -133,6 +174,7 @@ fn softmax_row<T: SoftmaxElem>(x: &[T], o: &mut [T]) {
 
 /// Softmax of one half-type row rounding every step to `T`, as MLX does
 /// without `precise`.
+#[inline(always)]
 fn softmax_row_rounded<T: SoftmaxElem>(x: &[T], o: &mut [T]) {
     let r = |v: T::F| T::from_f(v).to_f();
     let max = row_max(x);
@@ -148,7 +190,8 @@ fn softmax_row_rounded<T: SoftmaxElem>(x: &[T], o: &mut [T]) {
     }
 }
 
-/// Runs `f(row_in, row_out)` over rows of length `m`, in parallel when large.
+/// Runs `f(rows_in, rows_out)` over chunks of whole rows (`m` inputs and
+/// `per_out` outputs each), in parallel when large.
 fn for_rows<T: Element, U: Element>(
     x: &[T],
     out: &mut [U],
@@ -163,16 +206,64 @@ fn for_rows<T: Element, U: Element>(
         let rows = (PAR_THRESHOLD / m).max(1);
         out.par_chunks_mut(rows * per_out)
             .zip(x.par_chunks(rows * m))
-            .for_each(|(o, x)| {
-                for (o, x) in o.chunks_mut(per_out).zip(x.chunks(m)) {
-                    f(x, o)
-                }
-            });
+            .for_each(|(o, x)| f(x, o));
     } else {
-        for (o, x) in out.chunks_mut(per_out).zip(x.chunks(m)) {
-            f(x, o)
+        f(x, out)
+    }
+}
+
+/// Whether the AVX2 + FMA versions of the row loops can run.
+fn has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Softmax of consecutive rows of length `m`.
+#[inline(always)]
+fn softmax_rows<T: SoftmaxElem>(x: &[T], o: &mut [T], m: usize, precise: bool) {
+    for (o, x) in o.chunks_mut(m).zip(x.chunks(m)) {
+        if T::HALF && !precise {
+            softmax_row_rounded(x, o)
+        } else {
+            softmax_row(x, o)
         }
     }
+}
+
+/// Logsumexp of consecutive rows of length `m`, one output each.
+#[inline(always)]
+fn logsumexp_rows<T: SoftmaxElem>(x: &[T], o: &mut [T], m: usize) {
+    for (o, x) in o.iter_mut().zip(x.chunks(m)) {
+        let max = row_max(x);
+        let s = row_exp_sum(x, max);
+        *o = T::from_f(if max.is_infinite() { max } else { s.ln() + max });
+    }
+}
+
+/// [`softmax_rows`] compiled for AVX2 + FMA (8-wide exp with hardware fma).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`has_fma`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_rows_fma<T: SoftmaxElem>(x: &[T], o: &mut [T], m: usize, precise: bool) {
+    softmax_rows(x, o, m, precise)
+}
+
+/// [`logsumexp_rows`] compiled for AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`has_fma`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn logsumexp_rows_fma<T: SoftmaxElem>(x: &[T], o: &mut [T], m: usize) {
+    logsumexp_rows(x, o, m)
 }
 
 /// Softmax over the last axis of `data` (shaped `shape`); row-major result.
@@ -184,11 +275,16 @@ pub fn softmax_last<T: SoftmaxElem>(data: &Data, shape: &[i32], precise: bool) -
     let x = &d.buffer.as_slice::<T>()[d.offset..d.offset + n];
     let mut buf = Buffer::zeroed(n * std::mem::size_of::<T>());
     let out = buf.as_mut_slice::<T>().expect("heap buffer");
-    if T::HALF && !precise {
-        for_rows(x, out, m, m, softmax_row_rounded::<T>);
-    } else {
-        for_rows(x, out, m, m, softmax_row::<T>);
-    }
+    let fma = has_fma();
+    for_rows(x, out, m, m, |x, o| {
+        #[cfg(target_arch = "x86_64")]
+        if fma {
+            // SAFETY: has_fma() checked the CPU features.
+            return unsafe { softmax_rows_fma(x, o, m, precise) };
+        }
+        let _ = fma;
+        softmax_rows(x, o, m, precise)
+    });
     Data::contiguous(buf, shape)
 }
 
@@ -209,10 +305,15 @@ pub fn logsumexp_last<T: SoftmaxElem>(data: &Data, shape: &[i32]) -> Data {
     if m == 0 {
         out.fill(T::from_f(T::F::neg_infinity()));
     } else {
+        let fma = has_fma();
         for_rows(x, out, m, 1, |x, o| {
-            let max = row_max(x);
-            let s = row_exp_sum(x, max, |_, _| {});
-            o[0] = T::from_f(if max.is_infinite() { max } else { s.ln() + max });
+            #[cfg(target_arch = "x86_64")]
+            if fma {
+                // SAFETY: has_fma() checked the CPU features.
+                return unsafe { logsumexp_rows_fma(x, o, m) };
+            }
+            let _ = fma;
+            logsumexp_rows(x, o, m)
         });
     }
     Data::contiguous(buf, &out_shape)
