@@ -3,8 +3,9 @@
 use std::fmt;
 
 /// The element type of an array. Discriminants are MLX's `Dtype::Val`
-/// numbering, which the MLX wire format uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// numbering, which the MLX wire format uses. The default, float32, is
+/// MLX's default dtype (used for state fields MLX files do not carry).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Dtype {
     Bool = 0,
@@ -17,6 +18,7 @@ pub enum Dtype {
     Int32 = 7,
     Int64 = 8,
     Float16 = 9,
+    #[default]
     Float32 = 10,
     Float64 = 11,
     Bfloat16 = 12,
