@@ -159,7 +159,16 @@ macro_rules! cases {
     )*};
 }
 
-cases!(scalar_add, kwargs, multi_trace, eval_mlp, multi_output, no_inputs, shapeless, elementwise_zoo);
+cases!(
+    scalar_add,
+    kwargs,
+    multi_trace,
+    eval_mlp,
+    multi_output,
+    no_inputs,
+    shapeless,
+    elementwise_zoo
+);
 
 /// Every MLX fixture cut at every byte is an error (never a panic); whole, it parses.
 #[test]

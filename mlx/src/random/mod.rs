@@ -11,16 +11,12 @@
 //! That subkey is a constant array, so inside a traced function the drawn
 //! values are fixed at trace time, as in MLX.
 
-mod pending;
-
 use crate::ops::{
     add, astype, broadcast_shapes, cast_to, divide, maximum, minimum, multiply, subtract,
 };
+use crate::ops::{erf, erfinv, floor, less, log, negative};
 use crate::primitives::random::{bits_dtype, fill_bits, RandomBits};
 use crate::{Array, Dtype, Error, Result};
-// TEMPORARY: these come from `crate::ops` once the element-wise and
-// reduction branches are merged; see `pending.rs`.
-use pending::{argmax, erf, erfinv, floor, less, log, negative, row};
 use std::sync::Mutex;
 
 /// The global key: `None` until first used or seeded.
@@ -356,4 +352,22 @@ fn categorical_impl(
     gshape.insert(offset, n);
     let g = gumbel(&gshape, Dtype::Float32, key)?;
     argmax(&add(&g, logits)?, offset as i32, false)
+}
+
+/// Index of the first maximum along `axis`.
+fn argmax(a: &Array, axis: i32, keepdims: bool) -> Result<Array> {
+    crate::ops::argmax(a, Some(axis), keepdims)
+}
+
+/// Row `i` of a 2-D array, the way MLX takes the halves of a split key
+/// (Split along axis 0, then Reshape).
+fn row(a: &Array, i: i32) -> Result<Array> {
+    if a.ndim() != 2 || i < 0 || i >= a.shape()[0] {
+        return Err(Error::invalid(
+            "split",
+            format!("no row {i} in shape {:?}", a.shape()),
+        ));
+    }
+    let parts = crate::ops::split(a, a.shape()[0], 0)?;
+    crate::ops::reshape(&parts[i as usize], &a.shape()[1..])
 }
