@@ -304,7 +304,11 @@ pub fn softmax(a: &Array, axes: &[i32], precise: bool) -> Result<Array> {
     let a_max = max(&x, &sorted, true)?;
     let ex = pending::exp(&super::subtract(&x, &a_max)?)?;
     let s = sum(&ex, &sorted, true)?;
-    let out_dtype = if complex { a.dtype() } else { at_least_float(a.dtype()) };
+    let out_dtype = if complex {
+        a.dtype()
+    } else {
+        at_least_float(a.dtype())
+    };
     cast_to(&super::divide(&ex, &s)?, out_dtype)
 }
 
