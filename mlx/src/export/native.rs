@@ -105,6 +105,11 @@ fn align(n: usize) -> usize {
 pub fn array_bytes(a: &Array) -> Result<Vec<u8>> {
     a.eval()?;
     let d = a.data()?;
+    if d.is_row_contiguous(a.shape()) {
+        // Already in logical order: one copy straight out of the buffer.
+        let start = d.offset * a.dtype().size();
+        return Ok(d.buffer.bytes()[start..start + a.nbytes()].to_vec());
+    }
     Ok(crate::dispatch_dtype!(a.dtype(), T => {
         let v = crate::backend::cpu::copy::to_contiguous_vec::<T>(&d, a.shape());
         Buffer::from_slice(&v).bytes().to_vec()

@@ -209,10 +209,6 @@ pub fn save_npy_bytes(a: &Array) -> Result<Vec<u8>> {
     out.extend_from_slice(&[1, 0]);
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    let data = crate::dispatch_dtype!(a.dtype(), T => {
-        let v = crate::backend::cpu::copy::to_contiguous_vec::<T>(&a.data()?, shape);
-        Buffer::from_slice(&v)
-    });
-    out.extend_from_slice(data.bytes());
+    out.extend_from_slice(&crate::export::native::array_bytes(a)?);
     Ok(out)
 }

@@ -56,15 +56,21 @@ fn topological_order(outputs: &[Array]) -> Result<Vec<Arc<Node>>> {
         if !seen.insert(Arc::as_ptr(&node)) {
             continue;
         }
-        let inputs = lock(&node.inputs).clone();
-        stack.push((node, true));
-        for input in &inputs {
-            if let Some(n) = pending_node(input)? {
-                if !seen.contains(&Arc::as_ptr(&n)) {
-                    stack.push((n, false));
+        // Walk the inputs under their lock instead of cloning the list (hot path).
+        let children = {
+            let inputs = lock(&node.inputs);
+            let mut c = Vec::new();
+            for input in inputs.iter() {
+                if let Some(n) = pending_node(input)? {
+                    if !seen.contains(&Arc::as_ptr(&n)) {
+                        c.push((n, false));
+                    }
                 }
             }
-        }
+            c
+        };
+        stack.push((node, true));
+        stack.extend(children);
     }
     Ok(order)
 }
