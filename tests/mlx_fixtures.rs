@@ -159,4 +159,4 @@ macro_rules! cases {
     )*};
 }
 
-cases!(scalar_add, kwargs);
+cases!(scalar_add, kwargs, gather_scatter, cumsum);

@@ -3,7 +3,7 @@
 //! sorts are stable) and Scan (cumulative sum/prod/max/min/logaddexp).
 
 use super::expect_inputs;
-use crate::backend::cpu::scan::{self, LogAddExpElem, ScanElem, ScanSpec};
+use crate::backend::cpu::scan::{self, mlx_half_result, LogAddExpElem, ScanElem, ScanSpec};
 use crate::backend::cpu::sort;
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::ops::normalize_axis;
@@ -199,8 +199,8 @@ fn num_scan<T: ScanElem>(a: &Array, spec: ScanSpec, kind: ScanType) -> Result<Da
     let x = to_contiguous_vec::<T>(&a.data()?, a.shape());
     let s = a.shape();
     Ok(match kind {
-        ScanType::Sum => scan::scan(&x, s, spec, T::zero(), T::add),
-        ScanType::Prod => scan::scan(&x, s, spec, T::one(), T::mul),
+        ScanType::Sum => scan::scan(&x, s, spec, T::zero(), |a, b| mlx_half_result(a.add(b))),
+        ScanType::Prod => scan::scan(&x, s, spec, T::one(), |a, b| mlx_half_result(a.mul(b))),
         ScanType::Max => scan::scan(&x, s, spec, T::max_init(), T::max_op),
         ScanType::Min => scan::scan(&x, s, spec, T::min_init(), T::min_op),
         ScanType::LogAddExp => {
@@ -212,7 +212,7 @@ fn num_scan<T: ScanElem>(a: &Array, spec: ScanSpec, kind: ScanType) -> Result<Da
     })
 }
 
-fn log_add_exp_scan<T: LogAddExpElem + ScanElem>(a: &Array, spec: ScanSpec) -> Result<Data> {
+fn log_add_exp_scan<T: LogAddExpElem>(a: &Array, spec: ScanSpec) -> Result<Data> {
     let x = to_contiguous_vec::<T>(&a.data()?, a.shape());
-    Ok(scan::scan(&x, a.shape(), spec, T::max_init(), T::log_add_exp))
+    Ok(scan::scan(&x, a.shape(), spec, T::init(), T::log_add_exp))
 }

@@ -9,6 +9,7 @@
 
 use super::copy::{for_each_row, to_contiguous_vec};
 use super::num::Num;
+use super::scan::mlx_half_result;
 use super::PAR_THRESHOLD;
 use crate::array::{row_major_strides, Data};
 use crate::buffer::Buffer;
@@ -62,8 +63,8 @@ impl Combine {
     fn apply<T: Num>(self, cur: T, upd: T) -> T {
         match self {
             Combine::Assign => upd,
-            Combine::Sum => cur.add(upd),
-            Combine::Prod => cur.mul(upd),
+            Combine::Sum => mlx_half_result(cur.add(upd)),
+            Combine::Prod => mlx_half_result(cur.mul(upd)),
             Combine::Max => {
                 if upd.lt(cur) {
                     cur

@@ -13,6 +13,24 @@ use crate::{Complex64, Element};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
+/// A half-precision arithmetic result as MLX stores it: MLX's float16
+/// conversion writes every NaN as `sign | 0x7D00`, its bfloat16 conversion
+/// as `0x7FC0` (no sign). Other types pass through.
+#[inline]
+pub fn mlx_half_result<T: Element>(mut v: T) -> T {
+    let any = &mut v as &mut dyn std::any::Any;
+    if let Some(h) = any.downcast_mut::<f16>() {
+        if h.is_nan() {
+            *h = f16::from_bits((h.to_bits() & 0x8000) | 0x7D00);
+        }
+    } else if let Some(h) = any.downcast_mut::<bf16>() {
+        if h.is_nan() {
+            *h = bf16::from_bits(0x7FC0);
+        }
+    }
+    v
+}
+
 /// Running max/min with MLX's NaN rule and the identity an exclusive scan starts from.
 pub trait ScanElem: Num {
     /// Running maximum: `op(acc, x)`.
@@ -132,6 +150,8 @@ pub fn mlx_exp(x0: f32) -> f32 {
 pub trait LogAddExpElem: Element {
     /// One step of the scan.
     fn log_add_exp(acc: Self, x: Self) -> Self;
+    /// First element of an exclusive scan (-inf; complex: -inf + 0i).
+    fn init() -> Self;
 }
 
 macro_rules! lae_real {
@@ -142,10 +162,11 @@ macro_rules! lae_real {
                 if mn == <$t>::NEG_INFINITY || mx == <$t>::INFINITY {
                     return mx;
                 }
-                let e: $t = $from(mlx_exp($to(mn - mx)) as f64);
-                let l: $t = $log1p(e);
-                mx + l
+                let e: $t = mlx_half_result($from(mlx_exp($to(mlx_half_result(mn - mx))) as f64));
+                let l: $t = mlx_half_result($log1p(e));
+                mlx_half_result(mx + l)
             }
+            fn init() -> Self { <$t>::NEG_INFINITY }
         }
     )*};
 }
@@ -157,6 +178,9 @@ lae_real!(
 );
 
 impl LogAddExpElem for Complex64 {
+    fn init() -> Self {
+        Complex64::new(f32::NEG_INFINITY, 0.0)
+    }
     fn log_add_exp(a: Self, b: Self) -> Self {
         let (mx, mn) = if a.re.is_nan() {
             (a, a)
