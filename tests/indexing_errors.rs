@@ -35,8 +35,17 @@ fn float_and_bool_indices_are_rejected() {
         msg(ops::take(&x, &fi, Some(0))),
         msg(ops::take(&x, &bi, None)),
         msg(ops::gather(&x, &[fi.clone()], &[0], &[1, 4])),
-        msg(ops::scatter(&x, &[fi.clone()], &m(2, 4).reshape_to(&[2, 1, 4]), &[0])),
-        msg(ops::take_along_axis(&x, &ops::reshape(&fi, &[2, 1]).unwrap(), Some(0))),
+        msg(ops::scatter(
+            &x,
+            &[fi.clone()],
+            &m(2, 4).reshape_to(&[2, 1, 4]),
+            &[0],
+        )),
+        msg(ops::take_along_axis(
+            &x,
+            &ops::reshape(&fi, &[2, 1]).unwrap(),
+            Some(0),
+        )),
     ] {
         assert!(e.contains("integer dtype"), "{e}");
     }
@@ -73,12 +82,27 @@ fn update_shape_mismatch_is_rejected() {
     let e = msg(ops::scatter_add(&x, &[i.clone()], &m(2, 4), &[0]));
     assert!(e.contains("updates of shape [2, 4]"), "{e}");
     // Slice larger than the array.
-    let e = msg(ops::scatter(&x, &[i.clone()], &m(2, 5).reshape_to(&[2, 1, 5]), &[0]));
+    let e = msg(ops::scatter(
+        &x,
+        &[i.clone()],
+        &m(2, 5).reshape_to(&[2, 1, 5]),
+        &[0],
+    ));
     assert!(e.contains("no larger than"), "{e}");
     // Index count does not match the updates' leading dims.
-    let e = msg(ops::scatter(&x, &[i32s(&[0, 1, 2])], &m(2, 4).reshape_to(&[2, 1, 4]), &[0]));
+    let e = msg(ops::scatter(
+        &x,
+        &[i32s(&[0, 1, 2])],
+        &m(2, 4).reshape_to(&[2, 1, 4]),
+        &[0],
+    ));
     assert!(e.contains("updates"), "{e}");
-    let e = msg(ops::put_along_axis(&x, &i32s(&[0, 1, 2]).reshape_to(&[3, 1]), &m(2, 2), Some(1)));
+    let e = msg(ops::put_along_axis(
+        &x,
+        &i32s(&[0, 1, 2]).reshape_to(&[3, 1]),
+        &m(2, 2),
+        Some(1),
+    ));
     assert!(e.contains("broadcast"), "{e}");
     let mask = Array::from_slice(&[true, false], &[2]).unwrap();
     assert!(msg(ops::masked_scatter(&x, &mask, &f32s(1))).contains("mask"));
@@ -90,10 +114,22 @@ fn out_of_range_indices_fail_at_evaluation() {
     for (r, what) in [
         (ops::take(&x, &i32s(&[0, 3]), Some(0)), "index 3"),
         (ops::take(&x, &i32s(&[-5]), Some(1)), "index -5"),
-        (ops::take_along_axis(&x, &i32s(&[4]).reshape_to(&[1, 1]), Some(1)), "index 4"),
-        (ops::scatter_add(&x, &[i32s(&[7])], &m(1, 4).reshape_to(&[1, 1, 4]), &[0]), "index 7"),
-        (ops::put_along_axis(&x, &i32s(&[-4]).reshape_to(&[1, 1]), &f32s(1), Some(0)), "index -4"),
-        (ops::gather(&x, &[i32s(&[3])], &[1], &[3, 2]), "slice of 2 elements"),
+        (
+            ops::take_along_axis(&x, &i32s(&[4]).reshape_to(&[1, 1]), Some(1)),
+            "index 4",
+        ),
+        (
+            ops::scatter_add(&x, &[i32s(&[7])], &m(1, 4).reshape_to(&[1, 1, 4]), &[0]),
+            "index 7",
+        ),
+        (
+            ops::put_along_axis(&x, &i32s(&[-4]).reshape_to(&[1, 1]), &f32s(1), Some(0)),
+            "index -4",
+        ),
+        (
+            ops::gather(&x, &[i32s(&[3])], &[1], &[3, 2]),
+            "slice of 2 elements",
+        ),
     ] {
         let e = msg(r);
         assert!(e.contains(what) && e.contains("out of bounds"), "{e}");
@@ -124,7 +160,12 @@ fn kth_and_k_are_checked() {
 #[test]
 fn primitives_check_their_inputs() {
     use mlx::primitives::sort_scan::{Scan, ScanType};
-    let p = Scan { reduce_type: ScanType::LogAddExp, axis: 0, reverse: false, inclusive: true };
+    let p = Scan {
+        reduce_type: ScanType::LogAddExp,
+        axis: 0,
+        reverse: false,
+        inclusive: true,
+    };
     let e = p.output_specs(&[i32s(&[1]).spec().clone()]).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("floating"));
     // logcumsumexp casts integers to float32 first.
@@ -132,5 +173,11 @@ fn primitives_check_their_inputs() {
     assert_eq!(y.dtype(), mlx::Dtype::Float32);
     // A bool cumsum is int32.
     let b = Array::from_slice(&[true, true, false], &[3]).unwrap();
-    assert_eq!(ops::cumsum(&b, Some(0), false, true).unwrap().to_vec::<i32>().unwrap(), [1, 2, 2]);
+    assert_eq!(
+        ops::cumsum(&b, Some(0), false, true)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        [1, 2, 2]
+    );
 }

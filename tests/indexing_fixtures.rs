@@ -62,10 +62,11 @@ fn run(case: &str, x: &Array) -> Option<Array> {
         "getitem_arr" => ops::index(x, &i2).unwrap(),
         "getitem_int" => ops::index_int(x, -2).unwrap(),
         "getitem_2arr" => ops::index_arrays(x, &[uniq, j]).unwrap(),
-        "getitem_strided" => {
-            ops::index(&s(x, &[0, 0, 0], &[4, 5, 3], &[2, 1, 1]), &arr(&[1i32, 0, 1], &[3]))
-                .unwrap()
-        }
+        "getitem_strided" => ops::index(
+            &s(x, &[0, 0, 0], &[4, 5, 3], &[2, 1, 1]),
+            &arr(&[1i32, 0, 1], &[3]),
+        )
+        .unwrap(),
         "tal" => ops::take_along_axis(x, &tal, Some(1)).unwrap(),
         "tal_t" => ops::take_along_axis(&xt, &tal_t, Some(0)).unwrap(),
         "tal_none" => ops::take_along_axis(x, &arr(&[59i32, 0, -1, 7], &[4]), None).unwrap(),
@@ -92,10 +93,12 @@ fn run(case: &str, x: &Array) -> Option<Array> {
             let (ia, ib) = (arr(&[1i32, 1, -1], &[3]), arr(&[0i32, 0, 4], &[3]));
             ops::scatter_add(x, &[ia, ib], &upd, &[0, 1]).unwrap()
         }
-        "set_mask" => ops::masked_scatter(x, &m2, &s(&r(&u, &[15, 3]), &[0, 0], &[7, 3], &[]))
-            .unwrap(),
-        "set_mask_full" => ops::masked_scatter(&xt, &m3, &ops::flip(&r(&u, &[45]), &[]).unwrap())
-            .unwrap(),
+        "set_mask" => {
+            ops::masked_scatter(x, &m2, &s(&r(&u, &[15, 3]), &[0, 0], &[7, 3], &[])).unwrap()
+        }
+        "set_mask_full" => {
+            ops::masked_scatter(&xt, &m3, &ops::flip(&r(&u, &[45]), &[]).unwrap()).unwrap()
+        }
         "set_mask_scalar" => ops::masked_scatter(x, &m2, &u111).unwrap(),
         _ => return None,
     })

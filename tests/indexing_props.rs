@@ -21,7 +21,9 @@ fn unravel(mut p: usize, shape: &[i32]) -> Vec<usize> {
 }
 
 fn ravel(idx: &[usize], shape: &[i32]) -> usize {
-    idx.iter().zip(shape).fold(0, |acc, (&i, &d)| acc * d as usize + i)
+    idx.iter()
+        .zip(shape)
+        .fold(0, |acc, (&i, &d)| acc * d as usize + i)
 }
 
 /// A source shape, a subset of its axes to index, an index shape and raw index draws.

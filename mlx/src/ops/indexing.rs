@@ -54,9 +54,20 @@ fn broadcast_all(op: &str, arrays: &[Array], ignore: Option<i32>) -> Result<Vec<
             continue;
         }
         let mut inputs = vec![a.clone()];
-        inputs.extend(arrays.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, b)| b.clone()));
+        inputs.extend(
+            arrays
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, b)| b.clone()),
+        );
         out.push(match ignore {
-            Some(ax) => Array::from_primitive(BroadcastAxes { ignore_axes: vec![ax] }, inputs)?,
+            Some(ax) => Array::from_primitive(
+                BroadcastAxes {
+                    ignore_axes: vec![ax],
+                },
+                inputs,
+            )?,
             None => Array::from_primitive(Broadcast { shape }, inputs)?,
         });
     }
@@ -212,7 +223,10 @@ pub fn take_int(a: &Array, index: i32, axis: Option<i32>) -> Result<Array> {
     if i < 0 || i >= dim {
         return Err(Error::invalid(
             "take",
-            format!("index {index} is out of bounds for axis {ax} of shape {:?}", a.shape()),
+            format!(
+                "index {index} is out of bounds for axis {ax} of shape {:?}",
+                a.shape()
+            ),
         ));
     }
     let mut start = vec![0; a.ndim()];
@@ -271,7 +285,11 @@ fn scatter_axis(
     }
     let pair = broadcast_all(op, &[indices.clone(), upd], None)?;
     let rel = ax as i32 - a.ndim() as i32;
-    let inputs = broadcast_all(op, &[a.clone(), pair[0].clone(), pair[1].clone()], Some(rel))?;
+    let inputs = broadcast_all(
+        op,
+        &[a.clone(), pair[0].clone(), pair[1].clone()],
+        Some(rel),
+    )?;
     Array::from_primitive(
         ScatterAxis {
             reduce_type: kind,
@@ -302,7 +320,14 @@ pub fn put_along_axis(
 
 /// `a` with `values` added at `indices` along `axis` (duplicates accumulate).
 pub fn scatter_add_axis(a: &Array, indices: &Array, values: &Array, axis: i32) -> Result<Array> {
-    scatter_axis("scatter_add_axis", a, indices, values, axis, ScatterAxisType::Sum)
+    scatter_axis(
+        "scatter_add_axis",
+        a,
+        indices,
+        values,
+        axis,
+        ScatterAxisType::Sum,
+    )
 }
 
 fn scatter_impl(
@@ -319,7 +344,10 @@ fn scatter_impl(
     let k = ishape.len();
     let fits = updates.ndim() == a.ndim() + k
         && updates.shape()[..k] == ishape[..]
-        && updates.shape()[k..].iter().zip(a.shape()).all(|(&u, &d)| u <= d);
+        && updates.shape()[k..]
+            .iter()
+            .zip(a.shape())
+            .all(|(&u, &d)| u <= d);
     if !fits {
         return Err(Error::invalid(
             op,
@@ -437,7 +465,10 @@ pub fn masked_scatter(a: &Array, mask: &Array, values: &Array) -> Result<Array> 
 /// Python's `a[indices]` for an integer array: [`take`] on axis 0.
 pub fn index(a: &Array, indices: &Array) -> Result<Array> {
     if a.ndim() == 0 {
-        return Err(Error::invalid("index", "a 0-dimensional array cannot be indexed"));
+        return Err(Error::invalid(
+            "index",
+            "a 0-dimensional array cannot be indexed",
+        ));
     }
     take(a, indices, Some(0))
 }
@@ -446,14 +477,20 @@ pub fn index(a: &Array, indices: &Array) -> Result<Array> {
 /// with a uint32 scalar index and a Squeeze, as MLX's Python indexing does.
 pub fn index_int(a: &Array, i: i32) -> Result<Array> {
     if a.ndim() == 0 {
-        return Err(Error::invalid("index", "a 0-dimensional array cannot be indexed"));
+        return Err(Error::invalid(
+            "index",
+            "a 0-dimensional array cannot be indexed",
+        ));
     }
     let dim = a.shape()[0];
     let j = if i < 0 { i + dim } else { i };
     if j < 0 || j >= dim {
         return Err(Error::invalid(
             "index",
-            format!("index {i} is out of bounds for axis 0 of shape {:?}", a.shape()),
+            format!(
+                "index {i} is out of bounds for axis 0 of shape {:?}",
+                a.shape()
+            ),
         ));
     }
     take(a, &Array::scalar(j as u32), Some(0))
@@ -486,7 +523,10 @@ pub fn index_arrays(a: &Array, indices: &[Array]) -> Result<Array> {
 /// `a[indices] = values` for an integer array).
 fn scatter_updates(a: &Array, indices: &Array, values: &Array) -> Result<Array> {
     if a.ndim() == 0 {
-        return Err(Error::invalid("index", "a 0-dimensional array cannot be indexed"));
+        return Err(Error::invalid(
+            "index",
+            "a 0-dimensional array cannot be indexed",
+        ));
     }
     let lead = values.shape().iter().take_while(|&&d| d == 1).count() as i32;
     let up = if lead > 0 {

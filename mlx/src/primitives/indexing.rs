@@ -69,9 +69,7 @@ fn check_axes(op: &str, axes: &[i32], n_idx: usize, ndim: usize) -> Result<Vec<u
     if axes.len() != n_idx {
         return Err(Error::invalid(
             op,
-            format!(
-                "expected one axis per index array ({n_idx}), found axes {axes:?}"
-            ),
+            format!("expected one axis per index array ({n_idx}), found axes {axes:?}"),
         ));
     }
     let mut out = Vec::with_capacity(axes.len());
@@ -204,7 +202,10 @@ impl Scatter {
         if inputs.len() < 2 {
             return Err(Error::invalid(
                 op,
-                format!("expected (dst, indices…, updates), found {} inputs", inputs.len()),
+                format!(
+                    "expected (dst, indices…, updates), found {} inputs",
+                    inputs.len()
+                ),
             ));
         }
         let (dst, upd) = (&inputs[0], &inputs[inputs.len() - 1]);
@@ -214,7 +215,10 @@ impl Scatter {
         if upd.dtype != dst.dtype {
             return Err(Error::invalid(
                 op,
-                format!("updates must have the destination's dtype {}, found {}", dst.dtype, upd.dtype),
+                format!(
+                    "updates must have the destination's dtype {}, found {}",
+                    dst.dtype, upd.dtype
+                ),
             ));
         }
         let k = ishape.len();

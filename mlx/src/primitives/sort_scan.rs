@@ -3,9 +3,9 @@
 //! sorts are stable) and Scan (cumulative sum/prod/max/min/logaddexp).
 
 use super::expect_inputs;
+use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::scan::{self, mlx_half_result, LogAddExpElem, ScanElem, ScanSpec};
 use crate::backend::cpu::sort;
-use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::ops::normalize_axis;
 use crate::primitive::Spec;
 use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
@@ -45,7 +45,9 @@ impl Primitive for Sort {
     fn eval(&self, inputs: &[Array], _out: &[Spec]) -> Result<Vec<Data>> {
         let a = &inputs[0];
         let ax = normalize_axis("Sort", self.axis, a.ndim())?;
-        Ok(vec![dispatch_dtype!(a.dtype(), T => sort::sort::<T>(a, ax)?)])
+        Ok(vec![
+            dispatch_dtype!(a.dtype(), T => sort::sort::<T>(a, ax)?),
+        ])
     }
 }
 
@@ -64,7 +66,9 @@ impl Primitive for ArgSort {
     fn eval(&self, inputs: &[Array], _out: &[Spec]) -> Result<Vec<Data>> {
         let a = &inputs[0];
         let ax = normalize_axis("ArgSort", self.axis, a.ndim())?;
-        Ok(vec![dispatch_dtype!(a.dtype(), T => sort::argsort::<T>(a, ax)?)])
+        Ok(vec![
+            dispatch_dtype!(a.dtype(), T => sort::argsort::<T>(a, ax)?),
+        ])
     }
 }
 
@@ -89,7 +93,9 @@ impl Primitive for Partition {
         let a = &inputs[0];
         let ax = normalize_axis("Partition", self.axis, a.ndim())?;
         let k = kth_index("Partition", self.kth, a.shape(), ax)?;
-        Ok(vec![dispatch_dtype!(a.dtype(), T => sort::partition::<T>(a, ax, k)?)])
+        Ok(vec![
+            dispatch_dtype!(a.dtype(), T => sort::partition::<T>(a, ax, k)?),
+        ])
     }
 }
 
@@ -112,7 +118,9 @@ impl Primitive for ArgPartition {
         let a = &inputs[0];
         let ax = normalize_axis("ArgPartition", self.axis, a.ndim())?;
         let k = kth_index("ArgPartition", self.kth, a.shape(), ax)?;
-        Ok(vec![dispatch_dtype!(a.dtype(), T => sort::argpartition::<T>(a, ax, k)?)])
+        Ok(vec![
+            dispatch_dtype!(a.dtype(), T => sort::argpartition::<T>(a, ax, k)?),
+        ])
     }
 }
 
@@ -184,7 +192,9 @@ impl Primitive for Scan {
                 other => {
                     return Err(Error::invalid(
                         "Scan",
-                        format!("a LogAddExp scan needs a floating or complex input, found {other}"),
+                        format!(
+                            "a LogAddExp scan needs a floating or complex input, found {other}"
+                        ),
                     ))
                 }
             }
@@ -206,7 +216,10 @@ fn num_scan<T: ScanElem>(a: &Array, spec: ScanSpec, kind: ScanType) -> Result<Da
         ScanType::LogAddExp => {
             return Err(Error::invalid(
                 "Scan",
-                format!("a LogAddExp scan needs a floating input, found {}", a.dtype()),
+                format!(
+                    "a LogAddExp scan needs a floating input, found {}",
+                    a.dtype()
+                ),
             ))
         }
     })

@@ -92,7 +92,10 @@ pub fn is_index_dtype(dtype: Dtype) -> bool {
 /// (uint64 values above `i64::MAX` become `i64::MAX`, which no axis holds).
 pub fn index_values(op: &str, a: &Array) -> Result<Vec<i64>> {
     fn widen<T: Element>(d: &Data, shape: &[i32], f: impl Fn(T) -> i64) -> Vec<i64> {
-        to_contiguous_vec::<T>(d, shape).into_iter().map(f).collect()
+        to_contiguous_vec::<T>(d, shape)
+            .into_iter()
+            .map(f)
+            .collect()
     }
     let d = a.data()?;
     let s = a.shape();
@@ -314,7 +317,12 @@ pub fn scatter_axis(
 /// Fewer values than selected positions is an error; extra ones are unused.
 pub fn masked_scatter(dst: &Array, mask: &Array, values: &Array, out: &Spec) -> Result<Data> {
     let m = to_contiguous_vec::<bool>(&mask.data()?, mask.shape());
-    let batch = mask.shape().first().copied().unwrap_or(1).clamp(0, i32::MAX) as usize;
+    let batch = mask
+        .shape()
+        .first()
+        .copied()
+        .unwrap_or(1)
+        .clamp(0, i32::MAX) as usize;
     let data = dispatch_dtype!(out.dtype, T => {
         let mut buf = writable::<T>(dst)?;
         if batch == 0 || m.is_empty() {

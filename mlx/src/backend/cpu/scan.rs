@@ -185,10 +185,7 @@ impl LogAddExpElem for Complex64 {
         let (mx, mn) = if a.re.is_nan() {
             (a, a)
         } else {
-            (
-                if b.lt(a) { a } else { b },
-                if a.lt(b) { a } else { b },
-            )
+            (if b.lt(a) { a } else { b }, if a.lt(b) { a } else { b })
         };
         let inf = |v: f32| Complex64::new(v, 0.0);
         if mn == inf(f32::NEG_INFINITY) || mx == inf(f32::INFINITY) {
