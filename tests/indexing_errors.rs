@@ -34,10 +34,10 @@ fn float_and_bool_indices_are_rejected() {
     for e in [
         msg(ops::take(&x, &fi, Some(0))),
         msg(ops::take(&x, &bi, None)),
-        msg(ops::gather(&x, &[fi.clone()], &[0], &[1, 4])),
+        msg(ops::gather(&x, std::slice::from_ref(&fi), &[0], &[1, 4])),
         msg(ops::scatter(
             &x,
-            &[fi.clone()],
+            std::slice::from_ref(&fi),
             &m(2, 4).reshape_to(&[2, 1, 4]),
             &[0],
         )),
@@ -66,8 +66,8 @@ fn bad_axes_are_rejected() {
     let i = i32s(&[0, 1]);
     assert!(msg(ops::take(&x, &i, Some(2))).contains("out of bounds"));
     assert!(msg(ops::gather(&x, &[i.clone(), i.clone()], &[0, 0], &[1, 1])).contains("duplicate"));
-    assert!(msg(ops::gather(&x, &[i.clone()], &[0, 1], &[1, 4])).contains("axes"));
-    assert!(msg(ops::gather(&x, &[i.clone()], &[0], &[1, 5])).contains("slice sizes"));
+    assert!(msg(ops::gather(&x, std::slice::from_ref(&i), &[0, 1], &[1, 4])).contains("axes"));
+    assert!(msg(ops::gather(&x, std::slice::from_ref(&i), &[0], &[1, 5])).contains("slice sizes"));
     assert!(msg(ops::sort(&x, Some(-3))).contains("out of bounds"));
     assert!(msg(ops::cumsum(&x, Some(2), false, true)).contains("out of bounds"));
     assert!(msg(ops::sort(&Array::scalar(1.0f32), Some(0))).contains("out of bounds"));
@@ -79,12 +79,17 @@ fn update_shape_mismatch_is_rejected() {
     let x = m(3, 4);
     let i = i32s(&[0, 2]);
     // Missing the slice axis of size 1.
-    let e = msg(ops::scatter_add(&x, &[i.clone()], &m(2, 4), &[0]));
+    let e = msg(ops::scatter_add(
+        &x,
+        std::slice::from_ref(&i),
+        &m(2, 4),
+        &[0],
+    ));
     assert!(e.contains("updates of shape [2, 4]"), "{e}");
     // Slice larger than the array.
     let e = msg(ops::scatter(
         &x,
-        &[i.clone()],
+        std::slice::from_ref(&i),
         &m(2, 5).reshape_to(&[2, 1, 5]),
         &[0],
     ));

@@ -36,7 +36,11 @@ fn inputs() -> Vec<Array> {
     vec![
         Array::from_slice(&x, &[2, 4]).unwrap(),
         Array::from_slice(&[1i32, -2], &[2]).unwrap(),
-        Array::from_slice(&[true, false, false, true, true, false, true, false], &[2, 4]).unwrap(),
+        Array::from_slice(
+            &[true, false, false, true, true, false, true, false],
+            &[2, 4],
+        )
+        .unwrap(),
     ]
 }
 

@@ -26,8 +26,11 @@ fn ravel(idx: &[usize], shape: &[i32]) -> usize {
         .fold(0, |acc, (&i, &d)| acc * d as usize + i)
 }
 
-/// A source shape, a subset of its axes to index, an index shape and raw index draws.
-fn gather_case() -> impl Strategy<Value = (Vec<i32>, Vec<usize>, Vec<i32>, Vec<i64>, Vec<u8>)> {
+/// A source shape, a subset of its axes to index, an index shape, raw
+/// index draws and raw slice-size draws.
+type GatherCase = (Vec<i32>, Vec<usize>, Vec<i32>, Vec<i64>, Vec<u8>);
+
+fn gather_case() -> impl Strategy<Value = GatherCase> {
     prop::collection::vec(1i32..=4, 1..=3).prop_flat_map(|shape| {
         let n = shape.len();
         (
@@ -126,9 +129,8 @@ proptest! {
         let zeros = Array::from_slice(&vec![0i32; n], &shape).unwrap();
         let counts = ops::scatter_add_axis(&zeros, &idx_a, &ones, ax as i32).unwrap().to_vec::<i32>().unwrap();
         let mut want = vec![0i32; n];
-        for p in 0..n {
+        for (p, &v) in idx.iter().enumerate() {
             let mut at = unravel(p, &shape);
-            let v = idx[p];
             at[ax] = (if v < 0 { v + d as i64 } else { v }) as usize;
             want[ravel(&at, &shape)] += 1;
         }

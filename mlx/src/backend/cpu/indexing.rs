@@ -256,7 +256,7 @@ pub fn scatter(
     let nd = out.shape.len();
     let slice_shape = &upd.shape()[upd.ndim() - nd..];
     let slice: usize = slice_shape.iter().map(|&d| d as usize).product();
-    let n = if slice == 0 { 0 } else { upd.size() / slice };
+    let n = upd.size().checked_div(slice).unwrap_or(0);
     let rm = row_major_strides(&out.shape);
     let mut bases = vec![0isize; n];
     for (ix, &ax) in indices.iter().zip(axes) {

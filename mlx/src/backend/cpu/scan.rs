@@ -116,17 +116,18 @@ impl ScanElem for Complex64 {
 
 /// MLX's CPU `exp` for float32 (Cephes-style 2^x polynomial with fma,
 /// clamped to 0 below -88 and to infinity above 88).
+#[allow(clippy::approx_constant, clippy::excessive_precision)] // MLX's literals, as written
 pub fn mlx_exp(x0: f32) -> f32 {
-    let x = x0 * 1.442_695_f32;
+    let x = x0 * 1.442695_f32;
     let ipart = (x + 0.5).floor();
     let f = x - ipart;
-    let mut p = 1.535_336_2e-4_f32;
+    let mut p = 1.535336188319500e-4_f32;
     for c in [
-        1.339_887_4e-3_f32,
-        9.618_437e-3,
-        5.550_332_5e-2,
-        2.402_264_8e-1,
-        6.931_472e-1,
+        1.339887440266574e-3_f32,
+        9.618437357674640e-3,
+        5.550332471162809e-2,
+        2.402264791363012e-1,
+        6.931472028550421e-1,
         1.0,
     ] {
         p = p.mul_add(f, c);
