@@ -4,9 +4,12 @@ pub mod cast;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub mod fast;
+pub mod fft;
 pub mod math;
 pub mod matmul;
 pub mod num;
+pub mod quantized;
 pub mod reduce;
 
 /// Element count above which kernels split work across threads.
