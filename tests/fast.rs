@@ -115,7 +115,7 @@ fn rope_variants() {
 
 fn sdpa(name: &str, scale: f32, mask: Option<&str>, sinks: bool) -> Array {
     let f = |t: &str| load(&format!("{name}_{t}"));
-    let m = mask.map(|_| f("mask"));
+    let m = (mask == Some("array")).then(|| f("mask"));
     let mask = match mask {
         Some("causal") => Some(Mask::Causal),
         Some(_) => Some(Mask::Array(m.as_ref().unwrap())),

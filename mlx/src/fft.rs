@@ -102,6 +102,9 @@ fn fft_impl(
 
 /// Sizes of `a` along `axes` (for real inverses the last is 2(m − 1)).
 fn default_sizes(op: &str, a: &Array, axes: &[i32], real_inverse: bool) -> Result<Vec<i32>> {
+    if a.ndim() < 1 {
+        return Err(Error::invalid(op, "requires an array with at least one dimension"));
+    }
     let mut n = Vec::with_capacity(axes.len());
     for &ax in axes {
         n.push(a.shape()[normalize_axis(op, ax, a.ndim())?]);

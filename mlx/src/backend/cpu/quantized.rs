@@ -64,7 +64,8 @@ pub fn quantize(w: &[f32], p: QParams) -> (Vec<u32>, Vec<f32>, Vec<f32>) {
 }
 
 /// MLX's scale and bias of one group: the extreme of larger magnitude is
-/// represented exactly (it maps to 0 or `2^bits - 1`).
+/// represented exactly (it maps to 0 or `2^bits - 1`); one-bit groups use
+/// (max − min, min) as MLX 0.32.4 does.
 fn group_scale_bias(vals: &[f32], bits: usize) -> (f32, f32) {
     let n_bins = ((1u32 << bits) - 1) as f32;
     let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
@@ -72,6 +73,10 @@ fn group_scale_bias(vals: &[f32], bits: usize) -> (f32, f32) {
         // std::max(a, b) / std::min(a, b): the first argument wins ties and NaN.
         hi = if hi < x { x } else { hi };
         lo = if x < lo { x } else { lo };
+    }
+    if bits == 1 {
+        // MLX 0.32.4 maps one-bit groups onto [min, max] directly.
+        return (((hi - lo) / n_bins).max(1e-7), lo);
     }
     let mask = lo.abs() > hi.abs();
     let mut scale = ((hi - lo) / n_bins).max(1e-7);
