@@ -92,7 +92,11 @@ fn time_python() -> Option<Vec<(String, String, f64)>> {
             .lines()
             .filter_map(|l| {
                 let mut it = l.split_whitespace();
-                Some((it.next()?.to_string(), it.next()?.to_string(), it.next()?.parse().ok()?))
+                Some((
+                    it.next()?.to_string(),
+                    it.next()?.to_string(),
+                    it.next()?.parse().ok()?,
+                ))
             })
             .collect();
         if !rows.is_empty() {
@@ -106,8 +110,15 @@ fn main() {
     let mut ours: Vec<(&str, f64)> = Vec::new();
 
     let (b, h, l, d) = (1, 8, 256, 64);
-    let (q, k, v) = (array(&[b, h, l, d], 1), array(&[b, h, l, d], 2), array(&[b, h, l, d], 3));
-    ours.push(("sdpa", best(|| fast::scaled_dot_product_attention(&q, &k, &v, 0.125, None).unwrap())));
+    let (q, k, v) = (
+        array(&[b, h, l, d], 1),
+        array(&[b, h, l, d], 2),
+        array(&[b, h, l, d], 3),
+    );
+    ours.push((
+        "sdpa",
+        best(|| fast::scaled_dot_product_attention(&q, &k, &v, 0.125, None).unwrap()),
+    ));
     ours.push((
         "sdpa_causal",
         best(|| fast::scaled_dot_product_attention(&q, &k, &v, 0.125, Some(Mask::Causal)).unwrap()),
@@ -118,18 +129,27 @@ fn main() {
     mlx::eval(&[wq.clone(), sc.clone(), bi.clone()]).unwrap();
     for (m, name) in [(1, "qmm1"), (32, "qmm32")] {
         let x = array(&[m, 4096], 5);
-        ours.push((name, best(|| ops::quantized_matmul(&x, &wq, &sc, &bi, true, 64, 4).unwrap())));
+        ours.push((
+            name,
+            best(|| ops::quantized_matmul(&x, &wq, &sc, &bi, true, 64, 4).unwrap()),
+        ));
     }
 
     let x = array(&[8, 64, 64, 32], 6);
     let wc = array(&[64, 3, 3, 32], 7);
-    ours.push(("conv2d", best(|| ops::conv2d(&x, &wc, (1, 1), (1, 1), (1, 1), 1).unwrap())));
+    ours.push((
+        "conv2d",
+        best(|| ops::conv2d(&x, &wc, (1, 1), (1, 1), (1, 1), 1).unwrap()),
+    ));
 
     let py = time_python();
     if py.is_none() {
         println!("(no python with mlx found: reference timings skipped)");
     }
-    println!("{:<12} {:>10} {:>10} {:>10} {:>9}", "case", "ours ms", "mlx ms", "numpy ms", "mlx/ours");
+    println!(
+        "{:<12} {:>10} {:>10} {:>10} {:>9}",
+        "case", "ours ms", "mlx ms", "numpy ms", "mlx/ours"
+    );
     for (name, t) in ours {
         let find = |backend: &str| {
             py.as_ref()
@@ -139,7 +159,11 @@ fn main() {
         let (m, n) = (find("mlx"), find("numpy"));
         let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
         let ratio = m.map_or("-".to_string(), |m| format!("{:.2}x", m / t));
-        println!("{name:<12} {t:>10.3} {:>10} {:>10} {ratio:>9}", fmt(m), fmt(n));
+        println!(
+            "{name:<12} {t:>10.3} {:>10} {:>10} {ratio:>9}",
+            fmt(m),
+            fmt(n)
+        );
     }
     println!("(mlx/ours > 1 means we are faster)");
 }

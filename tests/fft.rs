@@ -15,9 +15,15 @@ fn close(got: &Array, want: &Array, tol: f32) {
     assert_eq!(got.shape(), want.shape());
     assert_eq!(got.dtype(), want.dtype());
     if want.dtype() == Dtype::Complex64 {
-        let (g, w) = (got.to_vec::<Complex64>().unwrap(), want.to_vec::<Complex64>().unwrap());
+        let (g, w) = (
+            got.to_vec::<Complex64>().unwrap(),
+            want.to_vec::<Complex64>().unwrap(),
+        );
         for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-            assert!((a - b).norm() <= tol * (1.0 + b.norm()), "element {i}: {a} vs {b}");
+            assert!(
+                (a - b).norm() <= tol * (1.0 + b.norm()),
+                "element {i}: {a} vs {b}"
+            );
         }
     } else {
         assert_close(got, want, tol as f64, tol as f64);
@@ -61,17 +67,25 @@ fn multi_axis_transforms() {
     case("rfft2", |a| fft::rfft2(a, None, &[-2, -1], B));
     case("irfft2", |a| fft::irfft2(a, None, &[-2, -1], B));
     case("fftn", |a| fft::fftn(a, None, None, B));
-    case("fftn_axes", |a| fft::fftn(a, Some(&[6, 3]), Some(&[0, 2]), B));
+    case("fftn_axes", |a| {
+        fft::fftn(a, Some(&[6, 3]), Some(&[0, 2]), B)
+    });
     case("ifftn", |a| fft::ifftn(a, None, Some(&[1, 2]), B));
     case("rfftn", |a| fft::rfftn(a, None, None, B));
-    case("irfftn", |a| fft::irfftn(a, Some(&[3, 4, 9]), Some(&[0, 1, 2]), B));
+    case("irfftn", |a| {
+        fft::irfftn(a, Some(&[3, 4, 9]), Some(&[0, 1, 2]), B)
+    });
 }
 
 #[test]
 fn normalisation_modes() {
     case("norm_ortho", |a| fft::fft(a, None, -1, FftNorm::Ortho));
-    case("norm_forward", |a| fft::irfft(a, None, -1, FftNorm::Forward));
-    case("norm_ortho_ifft2", |a| fft::ifft2(a, None, &[-2, -1], FftNorm::Ortho));
+    case("norm_forward", |a| {
+        fft::irfft(a, None, -1, FftNorm::Forward)
+    });
+    case("norm_ortho_ifft2", |a| {
+        fft::ifft2(a, None, &[-2, -1], FftNorm::Ortho)
+    });
 }
 
 /// Σ x_j e^(−2πijk/n) in f64.
@@ -94,11 +108,16 @@ fn naive_dft(x: &[Complex64]) -> Vec<Complex64> {
 fn matches_naive_dft_for_many_lengths_and_round_trips() {
     for n in (1..40).chain([97, 128, 210, 243, 1000]) {
         let x: Vec<Complex64> = (0..n)
-            .map(|i| Complex64::new(((i * 7 % 13) as f32 - 6.0) / 3.0, ((i * 5 % 11) as f32 - 5.0) / 4.0))
+            .map(|i| {
+                Complex64::new(
+                    ((i * 7 % 13) as f32 - 6.0) / 3.0,
+                    ((i * 5 % 11) as f32 - 5.0) / 4.0,
+                )
+            })
             .collect();
-        let a = Array::from_slice(&x, &[n as i32]).unwrap();
+        let a = Array::from_slice(&x, &[n]).unwrap();
         let got = fft::fft(&a, None, 0, B).unwrap();
-        let want = Array::from_slice(&naive_dft(&x), &[n as i32]).unwrap();
+        let want = Array::from_slice(&naive_dft(&x), &[n]).unwrap();
         close(&got, &want, 1e-4);
         let back = fft::ifft(&got, None, 0, B).unwrap();
         close(&back, &a, 1e-5);
@@ -108,7 +127,9 @@ fn matches_naive_dft_for_many_lengths_and_round_trips() {
 #[test]
 fn large_batched_transform_uses_threads_and_agrees() {
     // 256 lines of length 300 (Bluestein), transformed along axis 0 of the transpose.
-    let v: Vec<f32> = (0..256 * 300).map(|i| ((i * 31 % 97) as f32 - 48.0) / 50.0).collect();
+    let v: Vec<f32> = (0..256 * 300)
+        .map(|i| ((i * 31 % 97) as f32 - 48.0) / 50.0)
+        .collect();
     let a = Array::from_slice(&v, &[256, 300]).unwrap();
     let at = ops::transpose(&a, &[]).unwrap();
     let r1 = fft::rfft(&a, None, -1, B).unwrap();
@@ -133,19 +154,28 @@ fn graph_matches_mlx() {
     let (node, _) = y.node().unwrap();
     assert_eq!(node.primitive().name(), "FFT");
     let state = format!("{:?}", node.primitive());
-    assert!(state.contains("odd_out: true") && state.contains("axes: [1]"), "{state}");
+    assert!(
+        state.contains("odd_out: true") && state.contains("axes: [1]"),
+        "{state}"
+    );
     assert_eq!(node.inputs()[0].shape(), &[2, 4]);
-    assert_eq!(node.inputs()[0].node().unwrap().0.primitive().name(), "Slice");
+    assert_eq!(
+        node.inputs()[0].node().unwrap().0.primitive().name(),
+        "Slice"
+    );
     // Padding goes through SliceUpdate.
     let y = fft::fft(&x, Some(9), -1, B).unwrap();
     let (node, _) = y.node().unwrap();
-    assert_eq!(node.inputs()[0].node().unwrap().0.primitive().name(), "SliceUpdate");
+    assert_eq!(
+        node.inputs()[0].node().unwrap().0.primitive().name(),
+        "SliceUpdate"
+    );
 }
 
 #[test]
 fn errors_name_the_problem() {
     let a = Array::from_slice(&[1f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
-    let e = |r: mlx::Result<Array>| r.err().expect("an error").to_string();
+    let e = |r: mlx::Result<Array>| r.expect_err("an error").to_string();
     assert!(e(fft::fft(&a, Some(0), -1, B)).contains("size"));
     assert!(e(fft::fft(&a, None, 2, B)).contains("out of bounds"));
     assert!(e(fft::fftn(&a, None, Some(&[0, 0]), B)).contains("duplicate"));

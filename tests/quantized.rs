@@ -69,7 +69,8 @@ fn quantize_strided_input() {
 
 fn qmm_case(name: &str, gs: i32, bits: i32, transpose: bool, tol: f64) {
     let f = |t: &str| load(&format!("{name}_{t}"));
-    let got = ops::quantized_matmul(&f("x"), &f("wq"), &f("s"), &f("b"), transpose, gs, bits).unwrap();
+    let got =
+        ops::quantized_matmul(&f("x"), &f("wq"), &f("s"), &f("b"), transpose, gs, bits).unwrap();
     let want = f("out");
     assert_eq!(got.dtype(), want.dtype(), "{name}");
     assert_close(&got, &want, tol, tol);
@@ -93,7 +94,11 @@ fn quantized_matmul_fixtures() {
 fn quantized_matmul_strided_x_and_promotion() {
     let f = |t: &str| load(&format!("mm_t_b4_{t}"));
     // x as a transposed view of its transpose.
-    let xt = ops::transpose(&ops::copy(&ops::transpose(&f("x"), &[]).unwrap()).unwrap(), &[]).unwrap();
+    let xt = ops::transpose(
+        &ops::copy(&ops::transpose(&f("x"), &[]).unwrap()).unwrap(),
+        &[],
+    )
+    .unwrap();
     let got = ops::quantized_matmul(&xt, &f("wq"), &f("s"), &f("b"), true, 64, 4).unwrap();
     assert_close(&got, &f("out"), 1e-4, 1e-4);
     // float16 scales with a float32 x promote to float32.
@@ -108,12 +113,16 @@ fn quantized_matmul_strided_x_and_promotion() {
 fn matches_dequantize_then_matmul() {
     // Large enough for the tiled gemm path (more than 4 rows) and threads.
     let x = Array::from_slice(
-        &(0..40 * 256).map(|i| ((i * 37 % 101) as f32 - 50.0) / 40.0).collect::<Vec<_>>(),
+        &(0..40 * 256)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 40.0)
+            .collect::<Vec<_>>(),
         &[40, 256],
     )
     .unwrap();
     let w = Array::from_slice(
-        &(0..192 * 256).map(|i| ((i * 53 % 97) as f32 - 48.0) / 30.0).collect::<Vec<_>>(),
+        &(0..192 * 256)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 30.0)
+            .collect::<Vec<_>>(),
         &[192, 256],
     )
     .unwrap();
@@ -135,7 +144,7 @@ fn matches_dequantize_then_matmul() {
 fn mlx_exported_files_import_and_run() {
     let q = mlx::import_function(fixture("quantized/quantize.mlxfn")).unwrap();
     let w = load("file_w");
-    let outs = q.call(&[w.clone()]).unwrap();
+    let outs = q.call(std::slice::from_ref(&w)).unwrap();
     let (wq, s, b) = ops::quantize(&w, 32, 5).unwrap();
     assert_eq!(outs.len(), 3);
     assert_bits_eq(&outs[0], &wq);
@@ -143,7 +152,10 @@ fn mlx_exported_files_import_and_run() {
     assert_bits_eq(&outs[2], &b);
 
     let f = mlx::import_function(fixture("quantized/qmm.mlxfn")).unwrap();
-    let args: Vec<Array> = ["x", "wq", "s", "b"].iter().map(|t| load(&format!("file_{t}"))).collect();
+    let args: Vec<Array> = ["x", "wq", "s", "b"]
+        .iter()
+        .map(|t| load(&format!("file_{t}")))
+        .collect();
     let out = f.call(&args).unwrap();
     assert_close(&out[0], &load("file_out"), 1e-4, 1e-4);
 }
@@ -155,7 +167,10 @@ fn export_round_trip_in_both_formats() {
     let w = load("q_b6_g64_w");
     for format in [Format::Native, Format::Mlx] {
         let path = dir.join(format!("q_{format:?}.mlxfn"));
-        let opts = ExportOptions { format, ..Default::default() };
+        let opts = ExportOptions {
+            format,
+            ..Default::default()
+        };
         mlx::export_function(
             &path,
             |a: &[Array]| {
@@ -164,12 +179,12 @@ fn export_round_trip_in_both_formats() {
                 let y = ops::quantized_matmul(&a[0], &q, &s, &b, true, 64, 6)?;
                 Ok(vec![q, dq, y])
             },
-            &[w.clone()],
+            std::slice::from_ref(&w),
             &opts,
         )
         .unwrap();
         let f = mlx::import_function(&path).unwrap();
-        let outs = f.call(&[w.clone()]).unwrap();
+        let outs = f.call(std::slice::from_ref(&w)).unwrap();
         assert_bits_eq(&outs[0], &load("q_b6_g64_wq"));
         assert_bits_eq(&outs[1], &load("q_b6_g64_dq"));
         assert_eq!(outs[2].shape(), &[2, 2]);
@@ -180,7 +195,7 @@ fn export_round_trip_in_both_formats() {
 #[test]
 fn errors_name_the_problem() {
     let w = load("q_b4_g32_w");
-    let msg = |r: mlx::Result<(Array, Array, Array)>| r.err().expect("an error").to_string();
+    let msg = |r: mlx::Result<(Array, Array, Array)>| r.expect_err("an error").to_string();
     assert!(msg(ops::quantize(&w, 32, 7)).contains("bits"));
     assert!(msg(ops::quantize(&w, 16, 4)).contains("group size"));
     let v = ops::reshape(&w, &[256]).unwrap();
@@ -193,15 +208,40 @@ fn errors_name_the_problem() {
     let (wq, s, b) = ops::quantize(&w, 32, 4).unwrap();
     // x's last dimension must match the unpacked weight's.
     let x = Array::from_slice(&[0f32; 3 * 64], &[3, 64]).unwrap();
-    let e = ops::quantized_matmul(&x, &wq, &s, &b, true, 32, 4).unwrap_err().to_string();
+    let e = ops::quantized_matmul(&x, &wq, &s, &b, true, 32, 4)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("does not match"), "{e}");
     // Scales that do not fit the group size.
-    let e = ops::quantized_matmul(&x, &wq, &s, &b, true, 64, 4).unwrap_err().to_string();
+    let e = ops::quantized_matmul(&x, &wq, &s, &b, true, 64, 4)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("scales"), "{e}");
     // Packed weights must be uint32.
     let wf = ops::astype(&wq, Dtype::Float32).unwrap();
     let e = ops::dequantize(&wf, &s, &b, 32, 4).unwrap_err().to_string();
     assert!(e.contains("uint32"), "{e}");
-    let e = ops::dequantize(&wq, &s, &ops::reshape(&b, &[8]).unwrap(), 32, 4).unwrap_err().to_string();
+    let e = ops::dequantize(&wq, &s, &ops::reshape(&b, &[8]).unwrap(), 32, 4)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("same shape"), "{e}");
+}
+
+#[test]
+fn this_family_is_registered_under_mlx_names() {
+    // Quantization, the fused fast primitives and FFT (mlxfn-format.md §9).
+    for name in [
+        "Quantize",
+        "QuantizedMatmul",
+        "RMSNorm",
+        "LayerNorm",
+        "RoPE",
+        "ScaledDotProductAttention",
+        "FFT",
+    ] {
+        assert!(
+            mlx::primitive::lookup(name).is_ok(),
+            "{name} is not registered"
+        );
+    }
 }

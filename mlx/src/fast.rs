@@ -34,7 +34,10 @@ fn norm_type(op: &str, x: &Array, params: &[Option<&Array>]) -> Result<Dtype> {
         }
     }
     if !t.is_float() {
-        return Err(Error::invalid(op, format!("unsupported dtype {t}; expected a floating point type")));
+        return Err(Error::invalid(
+            op,
+            format!("unsupported dtype {t}; expected a floating point type"),
+        ));
     }
     Ok(t)
 }
@@ -57,9 +60,18 @@ pub fn rms_norm(x: &Array, weight: Option<&Array>, eps: f32) -> Result<Array> {
 
 /// Layer normalisation over the last axis:
 /// `(x − mean) / sqrt(var + eps) · weight + bias` (statistics in float32).
-pub fn layer_norm(x: &Array, weight: Option<&Array>, bias: Option<&Array>, eps: f32) -> Result<Array> {
+pub fn layer_norm(
+    x: &Array,
+    weight: Option<&Array>,
+    bias: Option<&Array>,
+    eps: f32,
+) -> Result<Array> {
     let t = norm_type("layer_norm", x, &[weight, bias])?;
-    let inputs = vec![cast_to(x, t)?, param_or(weight, t, 1.0)?, param_or(bias, t, 0.0)?];
+    let inputs = vec![
+        cast_to(x, t)?,
+        param_or(weight, t, 1.0)?,
+        param_or(bias, t, 0.0)?,
+    ];
     Array::from_primitive(LayerNorm { eps }, inputs)
 }
 
@@ -104,7 +116,16 @@ pub fn rope(
     offset: impl Into<RopeOffset>,
     freqs: Option<&Array>,
 ) -> Result<Array> {
-    rope_impl(x, dims, traditional, base, scale, offset.into(), freqs, true)
+    rope_impl(
+        x,
+        dims,
+        traditional,
+        base,
+        scale,
+        offset.into(),
+        freqs,
+        true,
+    )
 }
 
 /// The inverse rotation of [`rope`] (MLX's `forward = false`, used by its gradient).
@@ -117,7 +138,16 @@ pub fn rope_inverse(
     offset: impl Into<RopeOffset>,
     freqs: Option<&Array>,
 ) -> Result<Array> {
-    rope_impl(x, dims, traditional, base, scale, offset.into(), freqs, false)
+    rope_impl(
+        x,
+        dims,
+        traditional,
+        base,
+        scale,
+        offset.into(),
+        freqs,
+        false,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -150,7 +180,10 @@ fn rope_impl(
     let mut inputs = vec![x.clone(), offset];
     let base = match (base, freqs) {
         (Some(_), Some(_)) => {
-            return Err(Error::invalid("rope", "only one of base or freqs can have a value"))
+            return Err(Error::invalid(
+                "rope",
+                "only one of base or freqs can have a value",
+            ))
         }
         (None, None) => return Err(Error::invalid("rope", "neither base nor freqs has a value")),
         (Some(b), None) => b,
@@ -213,7 +246,10 @@ pub fn scaled_dot_product_attention_sinks(
     }
     let t = promote_types(promote_types(q.dtype(), k.dtype()), v.dtype());
     if !t.is_float() {
-        return Err(Error::invalid(op, format!("unsupported dtype {t}; expected a floating point type")));
+        return Err(Error::invalid(
+            op,
+            format!("unsupported dtype {t}; expected a floating point type"),
+        ));
     }
     let mut inputs = vec![cast_to(q, t)?, cast_to(k, t)?, cast_to(v, t)?];
     let mut do_causal = false;
@@ -223,7 +259,10 @@ pub fn scaled_dot_product_attention_sinks(
             if m.ndim() > 4 {
                 return Err(Error::invalid(
                     op,
-                    format!("the mask with shape {:?} expected to have at most rank 4", m.shape()),
+                    format!(
+                        "the mask with shape {:?} expected to have at most rank 4",
+                        m.shape()
+                    ),
                 ));
             }
             let m = if m.dtype() == Dtype::Bool {
@@ -231,7 +270,10 @@ pub fn scaled_dot_product_attention_sinks(
             } else if promote_types(m.dtype(), t) != t {
                 return Err(Error::invalid(
                     op,
-                    format!("mask type {} must promote to the output type {t}", m.dtype()),
+                    format!(
+                        "mask type {} must promote to the output type {t}",
+                        m.dtype()
+                    ),
                 ));
             } else {
                 cast_to(m, t)?
@@ -246,7 +288,10 @@ pub fn scaled_dot_product_attention_sinks(
         if promote_types(s.dtype(), t) != t {
             return Err(Error::invalid(
                 op,
-                format!("type of sinks {} must promote to the output type {t}", s.dtype()),
+                format!(
+                    "type of sinks {} must promote to the output type {t}",
+                    s.dtype()
+                ),
             ));
         }
         inputs.push(cast_to(s, t)?);

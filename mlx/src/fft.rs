@@ -43,7 +43,10 @@ fn fft_impl(
     norm: FftNorm,
 ) -> Result<Array> {
     if a.ndim() < 1 {
-        return Err(Error::invalid(op, "requires an array with at least one dimension"));
+        return Err(Error::invalid(
+            op,
+            "requires an array with at least one dimension",
+        ));
     }
     if n.len() != axes.len() {
         return Err(Error::invalid(
@@ -56,7 +59,10 @@ fn fft_impl(
     }
     let valid = crate::ops::normalize_axes(op, axes, a.ndim())?;
     if n.iter().any(|&d| d <= 0) {
-        return Err(Error::invalid(op, format!("invalid FFT output size requested {n:?}")));
+        return Err(Error::invalid(
+            op,
+            format!("invalid FFT output size requested {n:?}"),
+        ));
     }
     let mut in_shape = a.shape().to_vec();
     for (&ax, &d) in valid.iter().zip(n) {
@@ -69,7 +75,11 @@ fn fft_impl(
     }
     let mut x = a.clone();
     if in_shape.iter().zip(a.shape()).any(|(i, s)| i < s) {
-        let stop: Vec<i32> = in_shape.iter().zip(a.shape()).map(|(&i, &s)| i.min(s)).collect();
+        let stop: Vec<i32> = in_shape
+            .iter()
+            .zip(a.shape())
+            .map(|(&i, &s)| i.min(s))
+            .collect();
         x = slice(&x, &vec![0; a.ndim()], &stop, &[])?;
     }
     if in_shape.iter().zip(x.shape()).any(|(i, s)| i > s) {
@@ -83,9 +93,16 @@ fn fft_impl(
         Dtype::Complex64
     };
     if real && !inverse && a.dtype() == Dtype::Complex64 {
-        return Err(Error::invalid(op, "a real transform needs a real input, found complex64"));
+        return Err(Error::invalid(
+            op,
+            "a real transform needs a real input, found complex64",
+        ));
     }
-    let x = if x.dtype() == in_type { x } else { astype(&x, in_type)? };
+    let x = if x.dtype() == in_type {
+        x
+    } else {
+        astype(&x, in_type)?
+    };
     let p = FFT {
         axes: valid.iter().map(|&a| a as u64).collect(),
         inverse,
@@ -103,7 +120,10 @@ fn fft_impl(
 /// Sizes of `a` along `axes` (for real inverses the last is 2(m − 1)).
 fn default_sizes(op: &str, a: &Array, axes: &[i32], real_inverse: bool) -> Result<Vec<i32>> {
     if a.ndim() < 1 {
-        return Err(Error::invalid(op, "requires an array with at least one dimension"));
+        return Err(Error::invalid(
+            op,
+            "requires an array with at least one dimension",
+        ));
     }
     let mut n = Vec::with_capacity(axes.len());
     for &ax in axes {
@@ -117,7 +137,15 @@ fn default_sizes(op: &str, a: &Array, axes: &[i32], real_inverse: bool) -> Resul
     Ok(n)
 }
 
-fn one_axis(op: &str, a: &Array, n: Option<i32>, axis: i32, real: bool, inverse: bool, norm: FftNorm) -> Result<Array> {
+fn one_axis(
+    op: &str,
+    a: &Array,
+    n: Option<i32>,
+    axis: i32,
+    real: bool,
+    inverse: bool,
+    norm: FftNorm,
+) -> Result<Array> {
     let n = match n {
         Some(n) => vec![n],
         None => default_sizes(op, a, &[axis], real && inverse)?,
@@ -137,7 +165,10 @@ fn many_axes(
     let all: Vec<i32> = (0..a.ndim() as i32).collect();
     let axes = match (s, axes) {
         (Some(_), None) => {
-            return Err(Error::invalid(op, "`axes` should not be `None` if `s` is not `None`"))
+            return Err(Error::invalid(
+                op,
+                "`axes` should not be `None` if `s` is not `None`",
+            ))
         }
         (_, Some(ax)) => ax,
         (None, None) => &all,

@@ -13,7 +13,10 @@ pub fn quantize(w: &Array, group_size: i32, bits: i32) -> Result<(Array, Array, 
     if !w.dtype().is_float() {
         return Err(Error::invalid(
             "quantize",
-            format!("only real floating types can be quantized, but w has type {}", w.dtype()),
+            format!(
+                "only real floating types can be quantized, but w has type {}",
+                w.dtype()
+            ),
         ));
     }
     let p = Quantize {
@@ -46,7 +49,10 @@ pub fn dequantize(
         mode: QuantizationMode::Affine,
         dequantize: true,
     };
-    Array::from_primitive(p, vec![w.clone(), cast_to(scales, dtype)?, cast_to(biases, dtype)?])
+    Array::from_primitive(
+        p,
+        vec![w.clone(), cast_to(scales, dtype)?, cast_to(biases, dtype)?],
+    )
 }
 
 /// `x @ dequantize(w).T` when `transpose` (the layout of a quantized
@@ -62,7 +68,12 @@ pub fn quantized_matmul(
     group_size: i32,
     bits: i32,
 ) -> Result<Array> {
-    check_params("quantized_matmul", QuantizationMode::Affine, group_size, bits)?;
+    check_params(
+        "quantized_matmul",
+        QuantizationMode::Affine,
+        group_size,
+        bits,
+    )?;
     let dtype = promote_types(x.dtype(), promote_types(scales.dtype(), biases.dtype()));
     if !dtype.is_float() {
         return Err(Error::invalid(
@@ -78,7 +89,11 @@ pub fn quantized_matmul(
     ];
     if x.ndim() > 2 && w.ndim() > 2 {
         let (xn, wn) = (x.ndim(), w.ndim());
-        let batch = super::broadcast_shapes("quantized_matmul", &x.shape()[..xn - 2], &w.shape()[..wn - 2])?;
+        let batch = super::broadcast_shapes(
+            "quantized_matmul",
+            &x.shape()[..xn - 2],
+            &w.shape()[..wn - 2],
+        )?;
         for a in inputs.iter_mut() {
             let mut shape = batch.clone();
             shape.extend_from_slice(&a.shape()[a.ndim().max(2) - 2..]);

@@ -109,7 +109,13 @@ impl Primitive for RMSNorm {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let x = read_f32(&inputs[0])?;
         let w = read_f32(&inputs[1])?;
-        let y = kernel::rms_norm(&x, last_dim(&inputs[0]), &w, self.eps, round_fn(out[0].dtype));
+        let y = kernel::rms_norm(
+            &x,
+            last_dim(&inputs[0]),
+            &w,
+            self.eps,
+            round_fn(out[0].dtype),
+        );
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
 }
@@ -126,7 +132,14 @@ impl Primitive for LayerNorm {
         let x = read_f32(&inputs[0])?;
         let w = read_f32(&inputs[1])?;
         let b = read_f32(&inputs[2])?;
-        let y = kernel::layer_norm(&x, last_dim(&inputs[0]), &w, &b, self.eps, round_fn(out[0].dtype));
+        let y = kernel::layer_norm(
+            &x,
+            last_dim(&inputs[0]),
+            &w,
+            &b,
+            self.eps,
+            round_fn(out[0].dtype),
+        );
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
 }
@@ -136,7 +149,10 @@ impl Primitive for RoPE {
         if !(2..=3).contains(&inputs.len()) {
             return Err(Error::invalid(
                 "RoPE",
-                format!("expected inputs (x, offset[, freqs]), found {} inputs", inputs.len()),
+                format!(
+                    "expected inputs (x, offset[, freqs]), found {} inputs",
+                    inputs.len()
+                ),
             ));
         }
         let (x, off) = (&inputs[0], &inputs[1]);
@@ -165,7 +181,8 @@ impl Primitive for RoPE {
                 "RoPE",
                 format!(
                     "dims must be positive, even and at most the last dimension {}, found {}",
-                    x.shape[nd - 1], self.dims
+                    x.shape[nd - 1],
+                    self.dims
                 ),
             ));
         }
@@ -190,7 +207,12 @@ impl Primitive for RoPE {
         let s = x.shape();
         let nd = s.len();
         let mid: i32 = s[1..nd - 2].iter().product();
-        let shape = [s[0] as usize, mid as usize, s[nd - 2] as usize, s[nd - 1] as usize];
+        let shape = [
+            s[0] as usize,
+            mid as usize,
+            s[nd - 2] as usize,
+            s[nd - 1] as usize,
+        ];
         let off = &inputs[1];
         let offsets: Vec<i32> = dispatch_dtype!(off.dtype(), T => {
             to_contiguous_vec::<T>(&off.data()?, off.shape()).into_iter().map(|v| v.cast::<i32>()).collect()
@@ -227,7 +249,10 @@ impl Primitive for ScaledDotProductAttention {
         if inputs.len() != min && inputs.len() != min + 1 {
             return Err(Error::invalid(
                 name,
-                format!("expected inputs (q, k, v[, mask][, sinks]), found {} inputs", inputs.len()),
+                format!(
+                    "expected inputs (q, k, v[, mask][, sinks]), found {} inputs",
+                    inputs.len()
+                ),
             ));
         }
         let (q, k, v) = (&inputs[0], &inputs[1], &inputs[2]);
@@ -246,20 +271,30 @@ impl Primitive for ScaledDotProductAttention {
         }
         let (b, hq, lq, d) = (q.shape[0], q.shape[1], q.shape[2], q.shape[3]);
         let (hkv, lk) = (k.shape[1], k.shape[2]);
-        if k.shape[0] != b || v.shape[0] != b || k.shape[3] != d || v.shape[1] != hkv || v.shape[2] != lk {
+        if k.shape[0] != b
+            || v.shape[0] != b
+            || k.shape[3] != d
+            || v.shape[1] != hkv
+            || v.shape[2] != lk
+        {
             return bad(format!(
                 "q {:?}, k {:?} and v {:?} do not fit (B, H, L, D) attention",
                 q.shape, k.shape, v.shape
             ));
         }
         if hkv == 0 || hq % hkv != 0 {
-            return bad(format!("query heads {hq} must be a multiple of key/value heads {hkv}"));
+            return bad(format!(
+                "query heads {hq} must be a multiple of key/value heads {hkv}"
+            ));
         }
         let full = [b, hq, lq, lk];
         if let Some(i) = self.mask_index(inputs.len()) {
             let m = &inputs[i];
             let fits = crate::ops::broadcast_shapes(name, &m.shape, &full).map(|s| s == full);
-            if m.shape.len() > 4 || fits.ok() != Some(true) || (m.dtype != Dtype::Bool && m.dtype != q.dtype) {
+            if m.shape.len() > 4
+                || fits.ok() != Some(true)
+                || (m.dtype != Dtype::Bool && m.dtype != q.dtype)
+            {
                 return bad(format!(
                     "mask must be bool or {} and broadcast to {full:?}, found shape {:?} and dtype {}",
                     q.dtype, m.shape, m.dtype

@@ -37,7 +37,10 @@ impl Primitive for FFT {
             if a as usize >= nd || std::mem::replace(&mut seen[a as usize], true) {
                 return Err(Error::invalid(
                     "FFT",
-                    format!("axes {:?} must be distinct axes of an array of shape {:?}", self.axes, x.shape),
+                    format!(
+                        "axes {:?} must be distinct axes of an array of shape {:?}",
+                        self.axes, x.shape
+                    ),
                 ));
             }
         }
@@ -49,14 +52,20 @@ impl Primitive for FFT {
         if x.dtype != want_in {
             return Err(Error::invalid(
                 "FFT",
-                format!("expected a {want_in} input for this transform, found {}", x.dtype),
+                format!(
+                    "expected a {want_in} input for this transform, found {}",
+                    x.dtype
+                ),
             ));
         }
         let mut shape = x.shape.clone();
         let mut dtype = Dtype::Complex64;
         if self.real {
             let Some(&last) = self.axes.last() else {
-                return Err(Error::invalid("FFT", "a real transform needs at least one axis"));
+                return Err(Error::invalid(
+                    "FFT",
+                    "a real transform needs at least one axis",
+                ));
             };
             let d = &mut shape[last as usize];
             if self.inverse {
@@ -75,21 +84,31 @@ impl Primitive for FFT {
         let axes: Vec<usize> = self.axes.iter().map(|&a| a as usize).collect();
         let complex_in = |x: &Array| -> Result<Vec<C64>> {
             let v = to_contiguous_vec::<Complex64>(&x.data()?, x.shape());
-            Ok(v.iter().map(|c| C64::new(c.re as f64, c.im as f64)).collect())
+            Ok(v.iter()
+                .map(|c| C64::new(c.re as f64, c.im as f64))
+                .collect())
         };
         let to_c64 = |v: &[C64]| -> Vec<Complex64> {
-            v.iter().map(|c| Complex64::new(c.re as f32, c.im as f32)).collect()
+            v.iter()
+                .map(|c| Complex64::new(c.re as f32, c.im as f32))
+                .collect()
         };
         let o = &out[0];
         if x.size() == 0 || o.size() == 0 {
-            return Ok(vec![Data::contiguous(Buffer::zeroed(o.size() * o.dtype.size()), &o.shape)]);
+            return Ok(vec![Data::contiguous(
+                Buffer::zeroed(o.size() * o.dtype.size()),
+                &o.shape,
+            )]);
         }
         if !self.real {
             let mut data = complex_in(x)?;
             for &a in &axes {
                 data = c2c(&data, &shape, a, self.inverse);
             }
-            return Ok(vec![Data::contiguous(Buffer::from_slice(&to_c64(&data)), &o.shape)]);
+            return Ok(vec![Data::contiguous(
+                Buffer::from_slice(&to_c64(&data)),
+                &o.shape,
+            )]);
         }
         let (&last, rest) = axes.split_last().expect("checked in output_specs");
         if !self.inverse {
@@ -99,7 +118,10 @@ impl Primitive for FFT {
             for &a in rest {
                 data = c2c(&data, &shape, a, false);
             }
-            return Ok(vec![Data::contiguous(Buffer::from_slice(&to_c64(&data)), &o.shape)]);
+            return Ok(vec![Data::contiguous(
+                Buffer::from_slice(&to_c64(&data)),
+                &o.shape,
+            )]);
         }
         let mut data = complex_in(x)?;
         for &a in rest {

@@ -40,7 +40,10 @@ pub(crate) fn check_params(
     if mode != QuantizationMode::Affine {
         return Err(Error::invalid(
             op,
-            format!("only the Affine quantization mode is implemented, found {}", mode.name()),
+            format!(
+                "only the Affine quantization mode is implemented, found {}",
+                mode.name()
+            ),
         ));
     }
     if !AFFINE_GROUP_SIZES.contains(&group_size) {
@@ -86,7 +89,10 @@ fn check_packed(op: &str, w: &Spec, scales: &Spec, biases: &Spec, p: QParams) ->
     if w.shape.len() < 2 {
         return Err(Error::invalid(
             op,
-            format!("the packed weights must have at least 2 dimensions, found shape {:?}", w.shape),
+            format!(
+                "the packed weights must have at least 2 dimensions, found shape {:?}",
+                w.shape
+            ),
         ));
     }
     if scales.shape != biases.shape {
@@ -108,10 +114,14 @@ fn check_packed(op: &str, w: &Spec, scales: &Spec, biases: &Spec, p: QParams) ->
         ));
     }
     let nd = w.shape.len();
-    let cols = w.shape[nd - 1] as usize * 32 / p.bits;
+    let packed_bits = w.shape[nd - 1] as usize * 32;
+    let cols = packed_bits / p.bits;
+    let groups = cols / p.group_size;
     let mut want = w.shape.clone();
-    want[nd - 1] = (cols / p.group_size) as i32;
-    if scales.shape != want || cols % p.group_size != 0 || (w.shape[nd - 1] as usize * 32) % p.bits != 0 {
+    want[nd - 1] = groups as i32;
+    // The packed words must hold a whole number of values and of groups.
+    let whole = cols * p.bits == packed_bits && groups * p.group_size == cols;
+    if scales.shape != want || !whole {
         return Err(Error::invalid(
             op,
             format!(
@@ -138,14 +148,20 @@ impl Primitive for Quantize {
         if !w.dtype.is_float() {
             return Err(Error::invalid(
                 "Quantize",
-                format!("only real floating types can be quantized, found {}", w.dtype),
+                format!(
+                    "only real floating types can be quantized, found {}",
+                    w.dtype
+                ),
             ));
         }
         let nd = w.shape.len();
         if nd < 2 {
             return Err(Error::invalid(
                 "Quantize",
-                format!("the matrix to quantize must have at least 2 dimensions, found shape {:?}", w.shape),
+                format!(
+                    "the matrix to quantize must have at least 2 dimensions, found shape {:?}",
+                    w.shape
+                ),
             ));
         }
         let k = w.shape[nd - 1];
@@ -207,7 +223,10 @@ impl QuantizedMatmul {
     /// (inner, outer) sizes of the dequantized matrix as used by the product.
     fn dims(&self, w: &Spec, p: QParams) -> (i32, i32) {
         let nd = w.shape.len();
-        let (rows, cols) = (w.shape[nd - 2], (w.shape[nd - 1] as usize * 32 / p.bits) as i32);
+        let (rows, cols) = (
+            w.shape[nd - 2],
+            (w.shape[nd - 1] as usize * 32 / p.bits) as i32,
+        );
         if self.transpose {
             (cols, rows)
         } else {
@@ -253,7 +272,10 @@ impl Primitive for QuantizedMatmul {
         } else {
             return Err(Error::invalid(
                 name,
-                format!("a 1-D x of shape {:?} needs a 2-D w, found {:?}", x.shape, w.shape),
+                format!(
+                    "a 1-D x of shape {:?} needs a 2-D w, found {:?}",
+                    x.shape, w.shape
+                ),
             ));
         };
         shape.push(outer);
@@ -269,15 +291,24 @@ impl Primitive for QuantizedMatmul {
             (inner as usize, outer as usize)
         };
         let wn = w.ndim();
-        let (rows, cols) = (w.shape()[wn - 2] as usize, w.shape()[wn - 1] as usize * 32 / p.bits);
+        let (rows, cols) = (
+            w.shape()[wn - 2] as usize,
+            w.shape()[wn - 1] as usize * 32 / p.bits,
+        );
         let mut result = vec![0f32; o.size()];
         if wn == 2 {
             // One weight matrix: every row of x (all batches) in one product.
             let xs = read_f32(x)?;
             let packed = to_contiguous_vec::<u32>(&w.data()?, w.shape());
             let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
-            let qm = QMatrix { packed: &packed, scales: &sc, biases: &bi, rows, cols };
-            let m = if n == 0 { 0 } else { o.size() / n };
+            let qm = QMatrix {
+                packed: &packed,
+                scales: &sc,
+                biases: &bi,
+                rows,
+                cols,
+            };
+            let m = o.size().checked_div(n).unwrap_or(0);
             kernel::qmm(&xs, m, qm, p, self.transpose, &mut result);
         } else {
             // Batched weights: view every operand at the output's batch shape.
@@ -306,7 +337,14 @@ impl Primitive for QuantizedMatmul {
                     cols,
                 };
                 let xi = &xs[i * m * k..(i + 1) * m * k];
-                kernel::qmm(xi, m, qm, p, self.transpose, &mut result[i * m * n..(i + 1) * m * n]);
+                kernel::qmm(
+                    xi,
+                    m,
+                    qm,
+                    p,
+                    self.transpose,
+                    &mut result[i * m * n..(i + 1) * m * n],
+                );
             }
         }
         Ok(vec![write_f32(&result, o.dtype, &o.shape)])

@@ -134,7 +134,13 @@ impl Tile {
 
 /// Rows of `d` values: `round(round(x · rsqrt(mean(x²) + eps)) · w)`.
 /// `weight` has `d` values or one.
-pub fn rms_norm(x: &[f32], d: usize, weight: &[f32], eps: f32, round_t: fn(f32) -> f32) -> Vec<f32> {
+pub fn rms_norm(
+    x: &[f32],
+    d: usize,
+    weight: &[f32],
+    eps: f32,
+    round_t: fn(f32) -> f32,
+) -> Vec<f32> {
     let mut out = vec![0f32; x.len()];
     let row = |(xr, or): (&[f32], &mut [f32])| {
         let ss: f32 = xr.iter().map(|v| v * v).sum();
@@ -320,7 +326,20 @@ pub fn attention(
         if s.lk > 0 && s.d > 0 {
             let t = Tile::new(&mut scores);
             // SAFETY: `scores` is local and exactly lq × lk.
-            unsafe { t.gemm_block(s.lq, s.lk, s.d, 0, s.lk, &qs, s.d as isize, kb, 1, s.d as isize) };
+            unsafe {
+                t.gemm_block(
+                    s.lq,
+                    s.lk,
+                    s.d,
+                    0,
+                    s.lk,
+                    &qs,
+                    s.d as isize,
+                    kb,
+                    1,
+                    s.d as isize,
+                )
+            };
         }
         let shift = s.lk as isize - s.lq as isize;
         for i in 0..s.lq {
@@ -356,7 +375,20 @@ pub fn attention(
         if s.lk > 0 && s.dv > 0 {
             let t = Tile::new(ob);
             // SAFETY: `ob` is this head's own lq × dv block.
-            unsafe { t.gemm_block(s.lq, s.dv, s.lk, 0, s.dv, &scores, s.lk as isize, vb, s.dv as isize, 1) };
+            unsafe {
+                t.gemm_block(
+                    s.lq,
+                    s.dv,
+                    s.lk,
+                    0,
+                    s.dv,
+                    &scores,
+                    s.lk as isize,
+                    vb,
+                    s.dv as isize,
+                    1,
+                )
+            };
         }
     };
     if s.b * s.hq * s.lq * s.lk * s.d >= super::PAR_THRESHOLD {

@@ -115,8 +115,7 @@ impl Plan {
 
 fn radix2(x: &mut [C64], twiddles: &[C64], rev: &[usize]) {
     let n = x.len();
-    for i in 0..n {
-        let j = rev[i];
+    for (i, &j) in rev.iter().enumerate() {
         if i < j {
             x.swap(i, j);
         }

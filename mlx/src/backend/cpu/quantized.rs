@@ -106,7 +106,11 @@ fn put_bits(words: &mut [u32], pos: usize, bits: usize, v: u32) {
 #[inline]
 pub fn get_bits(words: &[u32], pos: usize, bits: usize) -> u32 {
     let (w, s) = (pos / 32, pos % 32);
-    let mask = if bits == 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let mask = if bits == 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
+    };
     let mut v = words[w] >> s;
     if s + bits > 32 {
         v |= words[w + 1] << (32 - s);
