@@ -309,3 +309,35 @@ fn errors_name_the_problem() {
     ))
     .contains("broadcast"));
 }
+
+#[test]
+fn attention_logsumexp_output() {
+    use mlx::primitives::fast::ScaledDotProductAttention;
+    let f = |t: &str| load(&format!("sdpa_plain_{t}"));
+    let (q, k, v) = (f("q"), f("k"), f("v"));
+    let p = ScaledDotProductAttention {
+        scale: 0.25,
+        do_causal: false,
+        has_sinks: false,
+        output_logsumexp: true,
+        force_fused: false,
+    };
+    let outs = Array::from_primitive_multi(Box::new(p), vec![q.clone(), k.clone(), v]).unwrap();
+    check(&outs[0], &load("sdpa_plain_out"));
+    assert_eq!(outs[1].shape(), &[2, 4, 6, 1]);
+    assert_eq!(outs[1].dtype(), Dtype::Float32);
+    let (qv, kv) = (q.to_vec::<f32>().unwrap(), k.to_vec::<f32>().unwrap());
+    let lse = outs[1].to_vec::<f32>().unwrap();
+    for bh in 0..8 {
+        for i in 0..6 {
+            let mut sum = 0f64;
+            for j in 0..6 {
+                let dot: f64 = (0..16)
+                    .map(|d| qv[(bh * 6 + i) * 16 + d] as f64 * kv[(bh * 6 + j) * 16 + d] as f64)
+                    .sum();
+                sum += (0.25 * dot).exp();
+            }
+            assert!((lse[bh * 6 + i] as f64 - sum.ln()).abs() < 1e-5);
+        }
+    }
+}

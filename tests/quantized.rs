@@ -245,3 +245,31 @@ fn this_family_is_registered_under_mlx_names() {
         );
     }
 }
+
+#[test]
+fn gather_qmm_fixtures() {
+    let f = |t: &str| load(&format!("gqmm_{t}"));
+    let (x, wq, s, b) = (f("x"), f("wq"), f("s"), f("b"));
+    let got = ops::gather_qmm(&x, &wq, &s, &b, None, Some(&f("rhs")), true, 32, 4, false).unwrap();
+    assert_close(&got, &f("out"), 1e-4, 1e-4);
+    let got = ops::gather_qmm(
+        &x,
+        &wq,
+        &s,
+        &b,
+        Some(&f("lhs")),
+        Some(&f("rhs2")),
+        true,
+        32,
+        4,
+        false,
+    )
+    .unwrap();
+    assert_eq!(got.shape(), &[2, 2, 1, 24]);
+    assert_close(&got, &f("both_out"), 1e-4, 1e-4);
+    // An index past the last expert is an error, not a crash.
+    let bad = Array::from_slice(&[7u32], &[1]).unwrap();
+    let e = ops::gather_qmm(&x, &wq, &s, &b, None, Some(&bad), true, 32, 4, false)
+        .and_then(|a| a.eval().map(|_| a));
+    assert!(e.is_err());
+}

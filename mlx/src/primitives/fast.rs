@@ -18,6 +18,7 @@ use crate::{dispatch_dtype, Array, Data, Dtype, Error, Primitive, Result};
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RMSNorm {
+    /// Added to the mean square before the square root.
     #[state]
     pub eps: f32,
 }
@@ -26,6 +27,7 @@ pub struct RMSNorm {
 /// inputs (x, weight, bias), 0-d `1` / `0` when absent.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 pub struct LayerNorm {
+    /// Added to the variance before the square root.
     #[state]
     pub eps: f32,
 }
@@ -36,14 +38,19 @@ pub struct LayerNorm {
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RoPE {
+    /// Features rotated (even); the rest pass through.
     #[state]
     pub dims: i32,
+    /// Rotate interleaved pairs (2i, 2i+1) instead of the two halves.
     #[state]
     pub traditional: bool,
+    /// Frequency base (1.0, unused, when freqs are an input).
     #[state]
     pub base: f32,
+    /// Multiplies the positions.
     #[state]
     pub scale: f32,
+    /// The rotation itself (false: its inverse, for gradients).
     #[state]
     pub forward: bool,
 }
@@ -54,14 +61,19 @@ pub struct RoPE {
 /// the sinks; a bool mask keeps where true, another is added.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 pub struct ScaledDotProductAttention {
+    /// Multiplies the queries.
     #[state]
     pub scale: f32,
+    /// Query i attends to keys j ≤ i + (Lk − Lq).
     #[state]
     pub do_causal: bool,
+    /// The last input holds one sink logit per query head.
     #[state]
     pub has_sinks: bool,
+    /// Also output the float32 log-sum-exp of each score row.
     #[state]
     pub output_logsumexp: bool,
+    /// MLX GPU kernel selection hint; no effect on the CPU.
     #[state]
     pub force_fused: bool,
 }

@@ -17,12 +17,16 @@ use crate::{Array, Complex64, Data, Dtype, Error, Primitive, Result};
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct FFT {
+    /// Transformed axes (non-negative); for real transforms the last is the halved one.
     #[state]
     pub axes: Vec<u64>,
+    /// Inverse transform (scaled by 1/n per axis).
     #[state]
     pub inverse: bool,
+    /// Real input (forward) or real output (inverse).
     #[state]
     pub real: bool,
+    /// Inverse real transform to an odd length.
     #[state]
     pub odd_out: bool,
 }

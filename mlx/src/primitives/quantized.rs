@@ -68,12 +68,16 @@ pub(crate) fn check_params(
 /// scales, biases)`; with `dequantize`, `(w_q, scales, biases) → w`.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 pub struct Quantize {
+    /// Consecutive values sharing a scale and bias.
     #[state]
     pub group_size: i32,
+    /// Bits per quantized value.
     #[state]
     pub bits: i32,
+    /// Quantization scheme (only Affine runs).
     #[state]
     pub mode: QuantizationMode,
+    /// Unpack instead of pack.
     #[state]
     pub dequantize: bool,
 }
@@ -209,12 +213,16 @@ impl Primitive for Quantize {
 /// `x @ dequantize(w)`; inputs (x, w, scales, biases) for the affine mode.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 pub struct QuantizedMatmul {
+    /// Consecutive values sharing a scale and bias.
     #[state]
     pub group_size: i32,
+    /// Bits per quantized value.
     #[state]
     pub bits: i32,
+    /// Quantization scheme (only Affine runs).
     #[state]
     pub mode: QuantizationMode,
+    /// Multiply by the transpose of the stored (out, in) matrix.
     #[state]
     pub transpose: bool,
 }
@@ -349,4 +357,131 @@ impl Primitive for QuantizedMatmul {
         }
         Ok(vec![write_f32(&result, o.dtype, &o.shape)])
     }
+}
+
+/// `x[lhs[p]] @ dequantize(w[rhs[p]])(.T)` for every position p of the
+/// (equal-shaped, uint32) index arrays; inputs (x, w, scales, biases,
+/// lhs_indices, rhs_indices). Output shape: index shape ++ (M, N).
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct GatherQMM {
+    /// Consecutive values sharing a scale and bias.
+    #[state]
+    pub group_size: i32,
+    /// Bits per quantized value.
+    #[state]
+    pub bits: i32,
+    /// Quantization scheme (only Affine runs).
+    #[state]
+    pub mode: QuantizationMode,
+    /// Multiply by the transpose of the stored (out, in) matrices.
+    #[state]
+    pub transpose: bool,
+    /// The lhs indices are sorted (a GPU scheduling hint).
+    #[state]
+    pub left_sorted: bool,
+    /// The rhs indices are sorted (a GPU scheduling hint).
+    #[state]
+    pub right_sorted: bool,
+}
+
+impl GatherQMM {
+    fn as_qmm(&self) -> QuantizedMatmul {
+        QuantizedMatmul {
+            group_size: self.group_size,
+            bits: self.bits,
+            mode: self.mode,
+            transpose: self.transpose,
+        }
+    }
+}
+
+impl Primitive for GatherQMM {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let name = "GatherQMM";
+        let p = check_params(name, self.mode, self.group_size, self.bits)?;
+        super::expect_inputs(name, inputs, 6)?;
+        let (x, w, lhs, rhs) = (&inputs[0], &inputs[1], &inputs[4], &inputs[5]);
+        check_packed(name, w, &inputs[2], &inputs[3], p)?;
+        if x.shape.len() < 2
+            || lhs.dtype != Dtype::Uint32
+            || rhs.dtype != Dtype::Uint32
+            || lhs.shape != rhs.shape
+        {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "expected x with at least 2 dimensions and uint32 indices of one shape, \
+                     found x {:?}, indices {:?} {} and {:?} {}",
+                    x.shape, lhs.shape, lhs.dtype, rhs.shape, rhs.dtype
+                ),
+            ));
+        }
+        // The product of one x matrix with one w matrix.
+        let nd = w.shape.len();
+        let one = [
+            Spec::new(x.shape[x.shape.len() - 2..].to_vec(), x.dtype),
+            Spec::new(w.shape[nd - 2..].to_vec(), w.dtype),
+            Spec::new(inputs[2].shape[nd - 2..].to_vec(), inputs[2].dtype),
+            Spec::new(inputs[3].shape[nd - 2..].to_vec(), inputs[3].dtype),
+        ];
+        let mn = self.as_qmm().output_specs(&one)?.remove(0);
+        let mut shape = lhs.shape.clone();
+        shape.extend_from_slice(&mn.shape);
+        Ok(vec![Spec::new(shape, x.dtype)])
+    }
+
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let p = check_params("GatherQMM", self.mode, self.group_size, self.bits)?;
+        let (x, w) = (&inputs[0], &inputs[1]);
+        let (xn, wn) = (x.ndim(), w.ndim());
+        let (m, k) = (x.shape()[xn - 2] as usize, x.shape()[xn - 1] as usize);
+        let (rows, cols) = (
+            w.shape()[wn - 2] as usize,
+            w.shape()[wn - 1] as usize * 32 / p.bits,
+        );
+        let n = if self.transpose { rows } else { cols };
+        let xs = read_f32(x)?;
+        let packed = to_contiguous_vec::<u32>(&w.data()?, w.shape());
+        let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
+        let idx =
+            |a: &Array| -> Result<Vec<u32>> { Ok(to_contiguous_vec::<u32>(&a.data()?, a.shape())) };
+        let (lhs, rhs) = (idx(&inputs[4])?, idx(&inputs[5])?);
+        let (nx, nw) = (x_batch(x), x_batch(w));
+        let (pw, sw) = (packed.len() / nw.max(1), sc.len() / nw.max(1));
+        let mut result = vec![0f32; out[0].size()];
+        for (pos, (&l, &r)) in lhs.iter().zip(&rhs).enumerate() {
+            let (l, r) = (l as usize, r as usize);
+            if l >= nx || r >= nw {
+                return Err(Error::invalid(
+                    "GatherQMM",
+                    format!("index pair ({l}, {r}) out of range for {nx} x matrices and {nw} weight matrices"),
+                ));
+            }
+            let qm = QMatrix {
+                packed: &packed[r * pw..(r + 1) * pw],
+                scales: &sc[r * sw..(r + 1) * sw],
+                biases: &bi[r * sw..(r + 1) * sw],
+                rows,
+                cols,
+            };
+            let dst = &mut result[pos * m * n..(pos + 1) * m * n];
+            kernel::qmm(
+                &xs[l * m * k..(l + 1) * m * k],
+                m,
+                qm,
+                p,
+                self.transpose,
+                dst,
+            );
+        }
+        Ok(vec![write_f32(&result, out[0].dtype, &out[0].shape)])
+    }
+}
+
+/// Number of matrices in the batch axes of `a` (at least 2-D).
+fn x_batch(a: &Array) -> usize {
+    a.shape()[..a.ndim() - 2]
+        .iter()
+        .map(|&d| d as usize)
+        .product()
 }

@@ -272,12 +272,19 @@ pub enum AttnMask {
 /// Sizes of an attention call.
 #[derive(Clone, Copy)]
 pub struct AttnShape {
+    /// Batch size.
     pub b: usize,
+    /// Query heads.
     pub hq: usize,
+    /// Key/value heads (divides `hq`).
     pub hkv: usize,
+    /// Queries per head.
     pub lq: usize,
+    /// Keys per head.
     pub lk: usize,
+    /// Query/key feature size.
     pub d: usize,
+    /// Value feature size.
     pub dv: usize,
 }
 

@@ -24,6 +24,7 @@ pub enum Plan {
     },
     /// Any other length n, as a convolution of length m ≥ 2n − 1.
     Bluestein {
+        /// The transform length.
         n: usize,
         /// exp(−πik²/n) for k < n.
         chirp: Vec<C64>,
