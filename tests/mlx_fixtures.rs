@@ -167,7 +167,11 @@ cases!(
     multi_output,
     no_inputs,
     shapeless,
-    elementwise_zoo
+    elementwise_zoo,
+    gather_scatter,
+    cumsum,
+    shape_zoo,
+    sort_argmax
 );
 
 /// Every MLX fixture cut at every byte is an error (never a panic); whole, it parses.

@@ -1,1 +1,138 @@
-//! fft primitives.
+//! [`FFT`]: complex, real-to-complex and complex-to-real discrete Fourier
+//! transforms over several axes, with MLX 0.32.4's state (including
+//! `odd_out`, the parity of a complex-to-real output length).
+
+use super::expect_inputs;
+use crate::backend::cpu::copy::to_contiguous_vec;
+use crate::backend::cpu::fast::read_f32;
+use crate::backend::cpu::fft::{c2c, c2r, r2c, C64};
+use crate::buffer::Buffer;
+use crate::primitive::Spec;
+use crate::{Array, Complex64, Data, Dtype, Error, Primitive, Result};
+
+/// A transform over `axes`. `real` with `inverse` = false: float32 input,
+/// the last axis shrinks to n/2 + 1; `real` with `inverse`: complex input,
+/// the last axis becomes 2(m − 1) + `odd_out`, float32 output. Inverse
+/// transforms are scaled by 1/n per axis.
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[allow(clippy::upper_case_acronyms)]
+pub struct FFT {
+    /// Transformed axes (non-negative); for real transforms the last is the halved one.
+    #[state]
+    pub axes: Vec<u64>,
+    /// Inverse transform (scaled by 1/n per axis).
+    #[state]
+    pub inverse: bool,
+    /// Real input (forward) or real output (inverse).
+    #[state]
+    pub real: bool,
+    /// Inverse real transform to an odd length.
+    #[state]
+    pub odd_out: bool,
+}
+
+impl Primitive for FFT {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        expect_inputs("FFT", inputs, 1)?;
+        let x = &inputs[0];
+        let nd = x.shape.len();
+        let mut seen = vec![false; nd];
+        for &a in &self.axes {
+            if a as usize >= nd || std::mem::replace(&mut seen[a as usize], true) {
+                return Err(Error::invalid(
+                    "FFT",
+                    format!(
+                        "axes {:?} must be distinct axes of an array of shape {:?}",
+                        self.axes, x.shape
+                    ),
+                ));
+            }
+        }
+        let want_in = if self.real && !self.inverse {
+            Dtype::Float32
+        } else {
+            Dtype::Complex64
+        };
+        if x.dtype != want_in {
+            return Err(Error::invalid(
+                "FFT",
+                format!(
+                    "expected a {want_in} input for this transform, found {}",
+                    x.dtype
+                ),
+            ));
+        }
+        let mut shape = x.shape.clone();
+        let mut dtype = Dtype::Complex64;
+        if self.real {
+            let Some(&last) = self.axes.last() else {
+                return Err(Error::invalid(
+                    "FFT",
+                    "a real transform needs at least one axis",
+                ));
+            };
+            let d = &mut shape[last as usize];
+            if self.inverse {
+                *d = (2 * (*d - 1) + self.odd_out as i32).max(0);
+                dtype = Dtype::Float32;
+            } else {
+                *d = *d / 2 + 1;
+            }
+        }
+        Ok(vec![Spec::new(shape, dtype)])
+    }
+
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let x = &inputs[0];
+        let mut shape: Vec<usize> = x.shape().iter().map(|&d| d as usize).collect();
+        let axes: Vec<usize> = self.axes.iter().map(|&a| a as usize).collect();
+        let complex_in = |x: &Array| -> Result<Vec<C64>> {
+            let v = to_contiguous_vec::<Complex64>(&x.data()?, x.shape());
+            Ok(v.iter()
+                .map(|c| C64::new(c.re as f64, c.im as f64))
+                .collect())
+        };
+        let to_c64 = |v: &[C64]| -> Vec<Complex64> {
+            v.iter()
+                .map(|c| Complex64::new(c.re as f32, c.im as f32))
+                .collect()
+        };
+        let o = &out[0];
+        if x.size() == 0 || o.size() == 0 {
+            return Ok(vec![Data::contiguous(
+                Buffer::zeroed(o.size() * o.dtype.size()),
+                &o.shape,
+            )]);
+        }
+        if !self.real {
+            let mut data = complex_in(x)?;
+            for &a in &axes {
+                data = c2c(&data, &shape, a, self.inverse);
+            }
+            return Ok(vec![Data::contiguous(
+                Buffer::from_slice(&to_c64(&data)),
+                &o.shape,
+            )]);
+        }
+        let (&last, rest) = axes.split_last().expect("checked in output_specs");
+        if !self.inverse {
+            let real: Vec<f64> = read_f32(x)?.iter().map(|&v| v as f64).collect();
+            let mut data = r2c(&real, &shape, last);
+            shape[last] = shape[last] / 2 + 1;
+            for &a in rest {
+                data = c2c(&data, &shape, a, false);
+            }
+            return Ok(vec![Data::contiguous(
+                Buffer::from_slice(&to_c64(&data)),
+                &o.shape,
+            )]);
+        }
+        let mut data = complex_in(x)?;
+        for &a in rest {
+            data = c2c(&data, &shape, a, true);
+        }
+        let real = c2r(&data, &shape, last, o.shape[last] as usize);
+        let real: Vec<f32> = real.iter().map(|&v| v as f32).collect();
+        Ok(vec![Data::contiguous(Buffer::from_slice(&real), &o.shape)])
+    }
+}

@@ -1,1 +1,487 @@
-//! quantized primitives.
+//! Quantization primitives: [`Quantize`] (affine quantize, and dequantize
+//! when `dequantize` is set) and [`QuantizedMatmul`], with MLX's state.
+//! Only the affine mode has a kernel; the microscaling float modes decode
+//! from files but fail to evaluate with a clear error.
+
+use crate::backend::cpu::copy::to_contiguous_vec;
+use crate::backend::cpu::fast::{read_f32, round_fn, write_f32};
+use crate::backend::cpu::quantized::{self as kernel, QMatrix, QParams};
+use crate::buffer::Buffer;
+use crate::primitive::Spec;
+use crate::primitives::shape::broadcast_view;
+use crate::{Array, Data, Dtype, Error, Primitive, Result};
+
+crate::state_enum! {
+    /// How values are quantized (MLX's `QuantizationMode`).
+    pub enum QuantizationMode {
+        /// Integers with a per-group scale and bias.
+        Affine = 0,
+        /// 4-bit floats with power-of-two group scales.
+        Mxfp4 = 1,
+        /// 8-bit floats with power-of-two group scales.
+        Mxfp8 = 2,
+        /// NVIDIA's 4-bit floats with fp8 group scales.
+        Nvfp4 = 3,
+    }
+}
+
+/// Bit widths MLX 0.32.4 accepts for affine quantization.
+pub const AFFINE_BITS: &[i32] = &[1, 2, 3, 4, 5, 6, 8];
+/// Group sizes MLX accepts for affine quantization.
+pub const AFFINE_GROUP_SIZES: &[i32] = &[32, 64, 128];
+
+/// Checks mode, bits and group size; returns the kernel parameters.
+pub(crate) fn check_params(
+    op: &str,
+    mode: QuantizationMode,
+    group_size: i32,
+    bits: i32,
+) -> Result<QParams> {
+    if mode != QuantizationMode::Affine {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "only the Affine quantization mode is implemented, found {}",
+                mode.name()
+            ),
+        ));
+    }
+    if !AFFINE_GROUP_SIZES.contains(&group_size) {
+        return Err(Error::invalid(
+            op,
+            format!("group size must be one of {AFFINE_GROUP_SIZES:?}, found {group_size}"),
+        ));
+    }
+    if !AFFINE_BITS.contains(&bits) {
+        return Err(Error::invalid(
+            op,
+            format!("bits must be one of {AFFINE_BITS:?}, found {bits}"),
+        ));
+    }
+    Ok(QParams {
+        group_size: group_size as usize,
+        bits: bits as usize,
+    })
+}
+
+/// Affine quantization of the last axis in groups: `w → (w_q uint32,
+/// scales, biases)`; with `dequantize`, `(w_q, scales, biases) → w`.
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct Quantize {
+    /// Consecutive values sharing a scale and bias.
+    #[state]
+    pub group_size: i32,
+    /// Bits per quantized value.
+    #[state]
+    pub bits: i32,
+    /// Quantization scheme (only Affine runs).
+    #[state]
+    pub mode: QuantizationMode,
+    /// Unpack instead of pack.
+    #[state]
+    pub dequantize: bool,
+}
+
+/// Checks that `scales`/`biases` fit packed weights `w` (MLX's rules).
+fn check_packed(op: &str, w: &Spec, scales: &Spec, biases: &Spec, p: QParams) -> Result<usize> {
+    if w.dtype != Dtype::Uint32 {
+        return Err(Error::invalid(
+            op,
+            format!("the packed weights must be uint32, found {}", w.dtype),
+        ));
+    }
+    if w.shape.len() < 2 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the packed weights must have at least 2 dimensions, found shape {:?}",
+                w.shape
+            ),
+        ));
+    }
+    if scales.shape != biases.shape {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "scales and biases must have the same shape, found {:?} and {:?}",
+                scales.shape, biases.shape
+            ),
+        ));
+    }
+    if !scales.dtype.is_float() || scales.dtype != biases.dtype {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "scales and biases must share a floating point dtype, found {} and {}",
+                scales.dtype, biases.dtype
+            ),
+        ));
+    }
+    let nd = w.shape.len();
+    let packed_bits = w.shape[nd - 1] as usize * 32;
+    let cols = packed_bits / p.bits;
+    let groups = cols / p.group_size;
+    let mut want = w.shape.clone();
+    want[nd - 1] = groups as i32;
+    // The packed words must hold a whole number of values and of groups.
+    let whole = cols * p.bits == packed_bits && groups * p.group_size == cols;
+    if scales.shape != want || !whole {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "weights of shape {:?} with bits={} and group_size={} need scales of shape {want:?}, found {:?}",
+                w.shape, p.bits, p.group_size, scales.shape
+            ),
+        ));
+    }
+    Ok(cols)
+}
+
+impl Primitive for Quantize {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let p = check_params("Quantize", self.mode, self.group_size, self.bits)?;
+        if self.dequantize {
+            super::expect_inputs("Quantize", inputs, 3)?;
+            let cols = check_packed("Quantize", &inputs[0], &inputs[1], &inputs[2], p)?;
+            let mut shape = inputs[0].shape.clone();
+            *shape.last_mut().expect("ndim >= 2") = cols as i32;
+            return Ok(vec![Spec::new(shape, inputs[1].dtype)]);
+        }
+        super::expect_inputs("Quantize", inputs, 1)?;
+        let w = &inputs[0];
+        if !w.dtype.is_float() {
+            return Err(Error::invalid(
+                "Quantize",
+                format!(
+                    "only real floating types can be quantized, found {}",
+                    w.dtype
+                ),
+            ));
+        }
+        let nd = w.shape.len();
+        if nd < 2 {
+            return Err(Error::invalid(
+                "Quantize",
+                format!(
+                    "the matrix to quantize must have at least 2 dimensions, found shape {:?}",
+                    w.shape
+                ),
+            ));
+        }
+        let k = w.shape[nd - 1];
+        if k % self.group_size != 0 {
+            return Err(Error::invalid(
+                "Quantize",
+                format!(
+                    "the last dimension must be divisible by the group size {}, found shape {:?}",
+                    self.group_size, w.shape
+                ),
+            ));
+        }
+        let mut wq = w.shape.clone();
+        wq[nd - 1] = k * self.bits / 32;
+        let mut s = w.shape.clone();
+        s[nd - 1] = k / self.group_size;
+        Ok(vec![
+            Spec::new(wq, Dtype::Uint32),
+            Spec::new(s.clone(), w.dtype),
+            Spec::new(s, w.dtype),
+        ])
+    }
+
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let p = check_params("Quantize", self.mode, self.group_size, self.bits)?;
+        if self.dequantize {
+            let wq = &inputs[0];
+            let packed = to_contiguous_vec::<u32>(&wq.data()?, wq.shape());
+            let scales = read_f32(&inputs[1])?;
+            let biases = read_f32(&inputs[2])?;
+            let w = kernel::dequantize(&packed, &scales, &biases, p, round_fn(out[0].dtype));
+            return Ok(vec![write_f32(&w, out[0].dtype, &out[0].shape)]);
+        }
+        let w = read_f32(&inputs[0])?;
+        let (packed, scales, biases) = kernel::quantize(&w, p);
+        Ok(vec![
+            Data::contiguous(Buffer::from_slice(&packed), &out[0].shape),
+            write_f32(&scales, out[1].dtype, &out[1].shape),
+            write_f32(&biases, out[2].dtype, &out[2].shape),
+        ])
+    }
+}
+
+/// `x @ dequantize(w).T` (`transpose`, nn.QuantizedLinear's layout) or
+/// `x @ dequantize(w)`; inputs (x, w, scales, biases) for the affine mode.
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct QuantizedMatmul {
+    /// Consecutive values sharing a scale and bias.
+    #[state]
+    pub group_size: i32,
+    /// Bits per quantized value.
+    #[state]
+    pub bits: i32,
+    /// Quantization scheme (only Affine runs).
+    #[state]
+    pub mode: QuantizationMode,
+    /// Multiply by the transpose of the stored (out, in) matrix.
+    #[state]
+    pub transpose: bool,
+}
+
+impl QuantizedMatmul {
+    /// (inner, outer) sizes of the dequantized matrix as used by the product.
+    fn dims(&self, w: &Spec, p: QParams) -> (i32, i32) {
+        let nd = w.shape.len();
+        let (rows, cols) = (
+            w.shape[nd - 2],
+            (w.shape[nd - 1] as usize * 32 / p.bits) as i32,
+        );
+        if self.transpose {
+            (cols, rows)
+        } else {
+            (rows, cols)
+        }
+    }
+}
+
+impl Primitive for QuantizedMatmul {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let name = "QuantizedMatmul";
+        let p = check_params(name, self.mode, self.group_size, self.bits)?;
+        super::expect_inputs(name, inputs, 4)?;
+        let (x, w) = (&inputs[0], &inputs[1]);
+        check_packed(name, w, &inputs[2], &inputs[3], p)?;
+        if !x.dtype.is_float() || x.dtype != inputs[2].dtype {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "x must be a floating point array of the scales' dtype {}, found {}",
+                    inputs[2].dtype, x.dtype
+                ),
+            ));
+        }
+        let (inner, outer) = self.dims(w, p);
+        if x.shape.is_empty() || *x.shape.last().expect("ndim >= 1") != inner {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "last dimension of x with shape {:?} does not match the expanded quantized \
+                     matrix ({inner}, {outer}) of w with shape {:?}, group_size={}, bits={}, transpose={}",
+                    x.shape, w.shape, self.group_size, self.bits, self.transpose
+                ),
+            ));
+        }
+        let (xn, wn) = (x.shape.len(), w.shape.len());
+        let mut shape = if xn >= 2 {
+            let mut b = crate::ops::broadcast_shapes(name, &x.shape[..xn - 2], &w.shape[..wn - 2])?;
+            b.push(x.shape[xn - 2]);
+            b
+        } else if wn == 2 {
+            vec![]
+        } else {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "a 1-D x of shape {:?} needs a 2-D w, found {:?}",
+                    x.shape, w.shape
+                ),
+            ));
+        };
+        shape.push(outer);
+        Ok(vec![Spec::new(shape, x.dtype)])
+    }
+
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let p = check_params("QuantizedMatmul", self.mode, self.group_size, self.bits)?;
+        let (x, w) = (&inputs[0], &inputs[1]);
+        let o = &out[0];
+        let (k, n) = {
+            let (inner, outer) = self.dims(w.spec(), p);
+            (inner as usize, outer as usize)
+        };
+        let wn = w.ndim();
+        let (rows, cols) = (
+            w.shape()[wn - 2] as usize,
+            w.shape()[wn - 1] as usize * 32 / p.bits,
+        );
+        let mut result = vec![0f32; o.size()];
+        if wn == 2 {
+            // One weight matrix: every row of x (all batches) in one product.
+            let xs = read_f32(x)?;
+            let packed = to_contiguous_vec::<u32>(&w.data()?, w.shape());
+            let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
+            let qm = QMatrix {
+                packed: &packed,
+                scales: &sc,
+                biases: &bi,
+                rows,
+                cols,
+            };
+            let m = o.size().checked_div(n).unwrap_or(0);
+            kernel::qmm(&xs, m, qm, p, self.transpose, &mut result);
+        } else {
+            // Batched weights: view every operand at the output's batch shape.
+            let nd = o.shape.len();
+            let batch = &o.shape[..nd - 2];
+            let at = |a: &Array, last2: &[i32]| -> Result<Array> {
+                let mut s = batch.to_vec();
+                s.extend_from_slice(last2);
+                broadcast_view(a, &s)
+            };
+            let m = o.shape[nd - 2] as usize;
+            let xs = read_f32(&at(x, &x.shape()[x.ndim() - 2..])?)?;
+            let wv = at(w, &w.shape()[wn - 2..])?;
+            let packed = to_contiguous_vec::<u32>(&wv.data()?, wv.shape());
+            let sshape = &inputs[2].shape()[wn - 2..];
+            let sc = read_f32(&at(&inputs[2], sshape)?)?;
+            let bi = read_f32(&at(&inputs[3], sshape)?)?;
+            let nb: usize = batch.iter().map(|&d| d as usize).product();
+            let (pw, sw) = (packed.len() / nb.max(1), sc.len() / nb.max(1));
+            for i in 0..nb {
+                let qm = QMatrix {
+                    packed: &packed[i * pw..(i + 1) * pw],
+                    scales: &sc[i * sw..(i + 1) * sw],
+                    biases: &bi[i * sw..(i + 1) * sw],
+                    rows,
+                    cols,
+                };
+                let xi = &xs[i * m * k..(i + 1) * m * k];
+                kernel::qmm(
+                    xi,
+                    m,
+                    qm,
+                    p,
+                    self.transpose,
+                    &mut result[i * m * n..(i + 1) * m * n],
+                );
+            }
+        }
+        Ok(vec![write_f32(&result, o.dtype, &o.shape)])
+    }
+}
+
+/// `x[lhs[p]] @ dequantize(w[rhs[p]])(.T)` for every position p of the
+/// (equal-shaped, uint32) index arrays; inputs (x, w, scales, biases,
+/// lhs_indices, rhs_indices). Output shape: index shape ++ (M, N).
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct GatherQMM {
+    /// Consecutive values sharing a scale and bias.
+    #[state]
+    pub group_size: i32,
+    /// Bits per quantized value.
+    #[state]
+    pub bits: i32,
+    /// Quantization scheme (only Affine runs).
+    #[state]
+    pub mode: QuantizationMode,
+    /// Multiply by the transpose of the stored (out, in) matrices.
+    #[state]
+    pub transpose: bool,
+    /// The lhs indices are sorted (a GPU scheduling hint).
+    #[state]
+    pub left_sorted: bool,
+    /// The rhs indices are sorted (a GPU scheduling hint).
+    #[state]
+    pub right_sorted: bool,
+}
+
+impl GatherQMM {
+    fn as_qmm(&self) -> QuantizedMatmul {
+        QuantizedMatmul {
+            group_size: self.group_size,
+            bits: self.bits,
+            mode: self.mode,
+            transpose: self.transpose,
+        }
+    }
+}
+
+impl Primitive for GatherQMM {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        let name = "GatherQMM";
+        let p = check_params(name, self.mode, self.group_size, self.bits)?;
+        super::expect_inputs(name, inputs, 6)?;
+        let (x, w, lhs, rhs) = (&inputs[0], &inputs[1], &inputs[4], &inputs[5]);
+        check_packed(name, w, &inputs[2], &inputs[3], p)?;
+        if x.shape.len() < 2
+            || lhs.dtype != Dtype::Uint32
+            || rhs.dtype != Dtype::Uint32
+            || lhs.shape != rhs.shape
+        {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "expected x with at least 2 dimensions and uint32 indices of one shape, \
+                     found x {:?}, indices {:?} {} and {:?} {}",
+                    x.shape, lhs.shape, lhs.dtype, rhs.shape, rhs.dtype
+                ),
+            ));
+        }
+        // The product of one x matrix with one w matrix.
+        let nd = w.shape.len();
+        let one = [
+            Spec::new(x.shape[x.shape.len() - 2..].to_vec(), x.dtype),
+            Spec::new(w.shape[nd - 2..].to_vec(), w.dtype),
+            Spec::new(inputs[2].shape[nd - 2..].to_vec(), inputs[2].dtype),
+            Spec::new(inputs[3].shape[nd - 2..].to_vec(), inputs[3].dtype),
+        ];
+        let mn = self.as_qmm().output_specs(&one)?.remove(0);
+        let mut shape = lhs.shape.clone();
+        shape.extend_from_slice(&mn.shape);
+        Ok(vec![Spec::new(shape, x.dtype)])
+    }
+
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let p = check_params("GatherQMM", self.mode, self.group_size, self.bits)?;
+        let (x, w) = (&inputs[0], &inputs[1]);
+        let (xn, wn) = (x.ndim(), w.ndim());
+        let (m, k) = (x.shape()[xn - 2] as usize, x.shape()[xn - 1] as usize);
+        let (rows, cols) = (
+            w.shape()[wn - 2] as usize,
+            w.shape()[wn - 1] as usize * 32 / p.bits,
+        );
+        let n = if self.transpose { rows } else { cols };
+        let xs = read_f32(x)?;
+        let packed = to_contiguous_vec::<u32>(&w.data()?, w.shape());
+        let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
+        let idx =
+            |a: &Array| -> Result<Vec<u32>> { Ok(to_contiguous_vec::<u32>(&a.data()?, a.shape())) };
+        let (lhs, rhs) = (idx(&inputs[4])?, idx(&inputs[5])?);
+        let (nx, nw) = (x_batch(x), x_batch(w));
+        let (pw, sw) = (packed.len() / nw.max(1), sc.len() / nw.max(1));
+        let mut result = vec![0f32; out[0].size()];
+        for (pos, (&l, &r)) in lhs.iter().zip(&rhs).enumerate() {
+            let (l, r) = (l as usize, r as usize);
+            if l >= nx || r >= nw {
+                return Err(Error::invalid(
+                    "GatherQMM",
+                    format!("index pair ({l}, {r}) out of range for {nx} x matrices and {nw} weight matrices"),
+                ));
+            }
+            let qm = QMatrix {
+                packed: &packed[r * pw..(r + 1) * pw],
+                scales: &sc[r * sw..(r + 1) * sw],
+                biases: &bi[r * sw..(r + 1) * sw],
+                rows,
+                cols,
+            };
+            let dst = &mut result[pos * m * n..(pos + 1) * m * n];
+            kernel::qmm(
+                &xs[l * m * k..(l + 1) * m * k],
+                m,
+                qm,
+                p,
+                self.transpose,
+                dst,
+            );
+        }
+        Ok(vec![write_f32(&result, out[0].dtype, &out[0].shape)])
+    }
+}
+
+/// Number of matrices in the batch axes of `a` (at least 2-D).
+fn x_batch(a: &Array) -> usize {
+    a.shape()[..a.ndim() - 2]
+        .iter()
+        .map(|&d| d as usize)
+        .product()
+}

@@ -4,10 +4,16 @@ pub mod cast;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub mod fast;
+pub mod fft;
+pub mod indexing;
 pub mod math;
 pub mod matmul;
 pub mod num;
+pub mod quantized;
 pub mod reduce;
+pub mod scan;
+pub mod sort;
 
 /// Element count above which kernels split work across threads.
 pub const PAR_THRESHOLD: usize = 1 << 15;

@@ -1,0 +1,317 @@
+//! Affine quantization kernels: quantize (MLX's exact CPU algorithm and bit
+//! packing), dequantize, and the quantized matrix product.
+//!
+//! Packing: the quantized values of a row form one little-endian bit
+//! stream, value `j` at bit `j * bits`, stored as uint32 words. For 2, 4 and
+//! 8 bits that is "lowest bits first in each word"; for 3, 5 and 6 bits it is
+//! MLX's byte packing (8 values in 3 or 5 bytes, 4 values in 3 bytes), which
+//! is the same stream. Every group (32, 64 or 128 values) fills whole words.
+
+use super::fast::{mlx_round, Tile};
+use crate::backend::cpu::PAR_THRESHOLD;
+use rayon::prelude::*;
+
+/// Quantization parameters checked by the primitives before any kernel runs.
+#[derive(Clone, Copy, Debug)]
+pub struct QParams {
+    /// Values per scale/bias pair (consecutive along the last axis).
+    pub group_size: usize,
+    /// Bits per value.
+    pub bits: usize,
+}
+
+impl QParams {
+    /// uint32 words holding one group.
+    pub fn words_per_group(self) -> usize {
+        self.group_size * self.bits / 32
+    }
+}
+
+/// Affine quantization of `w` (rows of `groups * group_size` values, any
+/// count) into packed words, scales and biases, computed in f32 exactly as
+/// MLX's CPU kernel does (see mlxfn-format.md §9, Quantize).
+pub fn quantize(w: &[f32], p: QParams) -> (Vec<u32>, Vec<f32>, Vec<f32>) {
+    let n_groups = w.len() / p.group_size;
+    let wpg = p.words_per_group();
+    let mut packed = vec![0u32; n_groups * wpg];
+    let mut scales = vec![0f32; n_groups];
+    let mut biases = vec![0f32; n_groups];
+    let one = |((g, words), (s, b)): ((usize, &mut [u32]), (&mut f32, &mut f32))| {
+        let vals = &w[g * p.group_size..(g + 1) * p.group_size];
+        let (scale, bias) = group_scale_bias(vals, p.bits);
+        let n_bins = ((1u32 << p.bits) - 1) as f32;
+        for (j, &x) in vals.iter().enumerate() {
+            let q = mlx_round((x - bias) / scale).clamp(0.0, n_bins);
+            put_bits(words, j * p.bits, p.bits, q as u32);
+        }
+        *s = scale;
+        *b = bias;
+    };
+    if w.len() >= PAR_THRESHOLD {
+        packed
+            .par_chunks_mut(wpg.max(1))
+            .enumerate()
+            .zip(scales.par_iter_mut().zip(biases.par_iter_mut()))
+            .for_each(one);
+    } else {
+        packed
+            .chunks_mut(wpg.max(1))
+            .enumerate()
+            .zip(scales.iter_mut().zip(biases.iter_mut()))
+            .for_each(one);
+    }
+    (packed, scales, biases)
+}
+
+/// MLX's scale and bias of one group: the extreme of larger magnitude is
+/// represented exactly (it maps to 0 or `2^bits - 1`); one-bit groups use
+/// (max − min, min) as MLX 0.32.4 does.
+fn group_scale_bias(vals: &[f32], bits: usize) -> (f32, f32) {
+    let n_bins = ((1u32 << bits) - 1) as f32;
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for &x in vals {
+        // std::max(a, b) / std::min(a, b): the first argument wins ties and NaN.
+        hi = if hi < x { x } else { hi };
+        lo = if x < lo { x } else { lo };
+    }
+    if bits == 1 {
+        // MLX 0.32.4 maps one-bit groups onto [min, max] directly.
+        return (((hi - lo) / n_bins).max(1e-7), lo);
+    }
+    let mask = lo.abs() > hi.abs();
+    let mut scale = ((hi - lo) / n_bins).max(1e-7);
+    if !mask {
+        scale = -scale;
+    }
+    let edge = if mask { lo } else { hi };
+    let q0 = mlx_round(edge / scale);
+    if q0 != 0.0 {
+        (edge / q0, edge)
+    } else {
+        (scale, 0.0)
+    }
+}
+
+/// ORs `v` (of `bits` bits) into the stream at bit `pos`.
+#[inline]
+fn put_bits(words: &mut [u32], pos: usize, bits: usize, v: u32) {
+    let (w, s) = (pos / 32, pos % 32);
+    words[w] |= v << s;
+    if s + bits > 32 {
+        words[w + 1] |= v >> (32 - s);
+    }
+}
+
+/// The value of `bits` bits at bit `pos` of the stream.
+#[inline]
+pub fn get_bits(words: &[u32], pos: usize, bits: usize) -> u32 {
+    let (w, s) = (pos / 32, pos % 32);
+    let mask = if bits == 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
+    };
+    let mut v = words[w] >> s;
+    if s + bits > 32 {
+        v |= words[w + 1] << (32 - s);
+    }
+    v & mask
+}
+
+/// Unpacks one group into `out` as f32 integers.
+#[inline]
+fn unpack_group(words: &[u32], bits: usize, out: &mut [f32]) {
+    if bits == 4 || bits == 8 || bits == 2 {
+        // Fast path: values never straddle words.
+        let per = 32 / bits;
+        let mask = (1u32 << bits) - 1;
+        for (i, o) in out.chunks_mut(per).enumerate() {
+            let mut w = words[i];
+            for x in o {
+                *x = (w & mask) as f32;
+                w >>= bits;
+            }
+        }
+        return;
+    }
+    for (j, o) in out.iter_mut().enumerate() {
+        *o = get_bits(words, j * bits, bits) as f32;
+    }
+}
+
+/// Dequantizes rows of packed words: `out[i] = round(round(s * q) + b)`
+/// where each step rounds to the output type through `round_t` (identity
+/// for f32), which reproduces MLX's Multiply-then-Add in the scales' dtype.
+pub fn dequantize(
+    packed: &[u32],
+    scales: &[f32],
+    biases: &[f32],
+    p: QParams,
+    round_t: fn(f32) -> f32,
+) -> Vec<f32> {
+    let n_groups = scales.len();
+    let wpg = p.words_per_group();
+    let mut out = vec![0f32; n_groups * p.group_size];
+    let one = |(g, o): (usize, &mut [f32])| {
+        unpack_group(&packed[g * wpg..(g + 1) * wpg], p.bits, o);
+        let (s, b) = (scales[g], biases[g]);
+        for x in o.iter_mut() {
+            *x = round_t(round_t(s * *x) + b);
+        }
+    };
+    if out.len() >= PAR_THRESHOLD {
+        out.par_chunks_mut(p.group_size).enumerate().for_each(one);
+    } else {
+        out.chunks_mut(p.group_size).enumerate().for_each(one);
+    }
+    out
+}
+
+/// One quantized matrix: packed words, scales and biases of one batch entry.
+#[derive(Clone, Copy)]
+pub struct QMatrix<'a> {
+    /// Packed rows (`rows * row_words` words).
+    pub packed: &'a [u32],
+    /// Scales, `rows * cols / group_size`.
+    pub scales: &'a [f32],
+    /// Biases, like scales.
+    pub biases: &'a [f32],
+    /// Rows of the stored (packed) matrix.
+    pub rows: usize,
+    /// Unpacked columns of the stored matrix.
+    pub cols: usize,
+}
+
+/// Rows of x below which `x @ W.T` uses per-group dot products instead of
+/// dequantizing tiles for gemm.
+const DIRECT_ROWS: usize = 4;
+/// Output columns per dequantized tile.
+const TILE: usize = 64;
+
+/// `out (m × n) = x (m × k) @ W.T` where W (n × k) is stored quantized
+/// (`transpose = true`, nn.QuantizedLinear's layout), or `x @ W` with W
+/// (k × n) stored quantized (`transpose = false`). Computed in f32.
+pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out: &mut [f32]) {
+    let (k, n) = if transpose {
+        (w.cols, w.rows)
+    } else {
+        (w.rows, w.cols)
+    };
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.iter_mut().for_each(|o| *o = 0.0);
+        return;
+    }
+    if transpose && m <= DIRECT_ROWS {
+        return qmv_t(x, m, w, p, out);
+    }
+    // Dequantize a tile of output columns, then one gemm per tile.
+    let par = m * n * k >= PAR_THRESHOLD * 8;
+    let tiles: Vec<usize> = if transpose {
+        (0..n).step_by(TILE).collect()
+    } else {
+        // A tile must hold whole groups along n.
+        (0..n).step_by(TILE.max(p.group_size)).collect()
+    };
+    let step = if transpose {
+        TILE
+    } else {
+        TILE.max(p.group_size)
+    };
+    let dst = Tile::new(out);
+    let run = |&n0: &usize| {
+        let nb = step.min(n - n0);
+        let tile = if transpose {
+            // Rows n0..n0+nb of W: nb × k, used as k × nb with strides (1, k).
+            let row_words = k * p.bits / 32;
+            let gpr = k / p.group_size;
+            dequantize(
+                &w.packed[n0 * row_words..(n0 + nb) * row_words],
+                &w.scales[n0 * gpr..(n0 + nb) * gpr],
+                &w.biases[n0 * gpr..(n0 + nb) * gpr],
+                p,
+                |v| v,
+            )
+        } else {
+            dequantize_columns(w, p, n0, nb)
+        };
+        let (rhs_rs, rhs_cs) = if transpose {
+            (1, k as isize)
+        } else {
+            (nb as isize, 1)
+        };
+        // SAFETY: each tile writes the disjoint column block n0..n0+nb of out.
+        unsafe { dst.gemm_block(m, nb, k, n0, n, x, k as isize, &tile, rhs_rs, rhs_cs) };
+    };
+    if par {
+        tiles.par_iter().for_each(run);
+    } else {
+        tiles.iter().for_each(run);
+    }
+}
+
+/// Columns n0..n0+nb (whole groups) of a k × n quantized W, as a k × nb
+/// row-major f32 matrix.
+fn dequantize_columns(w: QMatrix<'_>, p: QParams, n0: usize, nb: usize) -> Vec<f32> {
+    let (k, n) = (w.rows, w.cols);
+    let row_words = n * p.bits / 32;
+    let gpr = n / p.group_size;
+    let mut out = vec![0f32; k * nb];
+    let mut buf = vec![0f32; p.group_size];
+    for r in 0..k {
+        let words = &w.packed[r * row_words..(r + 1) * row_words];
+        for g in n0 / p.group_size..(n0 + nb) / p.group_size {
+            let wpg = p.words_per_group();
+            unpack_group(&words[g * wpg..(g + 1) * wpg], p.bits, &mut buf);
+            let (s, b) = (w.scales[r * gpr + g], w.biases[r * gpr + g]);
+            let dst = &mut out[r * nb + g * p.group_size - n0..][..p.group_size];
+            for (d, &q) in dst.iter_mut().zip(&buf) {
+                *d = s * q + b;
+            }
+        }
+    }
+    out
+}
+
+/// Few rows of x times W.T: for each output column and group,
+/// `s * Σ x·q + b * Σ x` (the group sums of x are computed once).
+fn qmv_t(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, out: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    let gpr = k / p.group_size;
+    let row_words = k * p.bits / 32;
+    let wpg = p.words_per_group();
+    let xsums: Vec<f32> = x
+        .chunks(p.group_size)
+        .map(|c| c.iter().sum::<f32>())
+        .collect();
+    let col = |c: usize, vals: &mut [f32]| -> Vec<f32> {
+        let words = &w.packed[c * row_words..(c + 1) * row_words];
+        let mut acc = vec![0f32; m];
+        for g in 0..gpr {
+            unpack_group(&words[g * wpg..(g + 1) * wpg], p.bits, vals);
+            let (s, b) = (w.scales[c * gpr + g], w.biases[c * gpr + g]);
+            for (r, a) in acc.iter_mut().enumerate() {
+                let xs = &x[r * k + g * p.group_size..][..p.group_size];
+                let dot: f32 = xs.iter().zip(vals.iter()).map(|(a, b)| a * b).sum();
+                *a += s * dot + b * xsums[r * gpr + g];
+            }
+        }
+        acc
+    };
+    let cols: Vec<Vec<f32>> = if n * k >= PAR_THRESHOLD {
+        (0..n)
+            .into_par_iter()
+            .map_init(|| vec![0f32; p.group_size], |v, c| col(c, v))
+            .collect()
+    } else {
+        let mut v = vec![0f32; p.group_size];
+        (0..n).map(|c| col(c, &mut v)).collect()
+    };
+    for (c, acc) in cols.iter().enumerate() {
+        for (r, &a) in acc.iter().enumerate() {
+            out[r * n + c] = a;
+        }
+    }
+}
