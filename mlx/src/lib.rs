@@ -33,7 +33,7 @@ pub mod random;
 pub mod transforms;
 
 pub use array::{Array, Data};
-pub use buffer::{Buffer, BUFFER_ALIGN};
+pub use buffer::{cache_memory, clear_cache, set_cache_limit, Buffer, BUFFER_ALIGN};
 pub use dtype::{promote_types, Dtype};
 pub use element::{Complex64, Element};
 pub use error::{Error, Result};

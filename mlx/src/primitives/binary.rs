@@ -14,6 +14,7 @@ use crate::primitive::Spec;
 use crate::primitives::shape::broadcast_view;
 use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
+use std::borrow::Cow;
 
 /// Output spec of a binary op: broadcast shape; `out` dtype or the input's.
 pub(crate) fn binary_spec(name: &str, inputs: &[Spec], out: Option<Dtype>) -> Result<Vec<Spec>> {
@@ -49,11 +50,24 @@ fn checked_spec(
 }
 
 /// The two inputs as views of the output's shape.
-pub(crate) fn broadcast_inputs(inputs: &[Array], out: &Spec) -> Result<(Array, Array)> {
+pub(crate) fn broadcast_inputs<'a>(
+    inputs: &'a [Array],
+    out: &Spec,
+) -> Result<(Cow<'a, Array>, Cow<'a, Array>)> {
     Ok((
-        broadcast_view(&inputs[0], &out.shape)?,
-        broadcast_view(&inputs[1], &out.shape)?,
+        at_shape(&inputs[0], &out.shape)?,
+        at_shape(&inputs[1], &out.shape)?,
     ))
+}
+
+/// `a` viewed at `shape`; borrowed when it already has it, so that a kernel
+/// can still take over its buffer (a clone would count as another owner).
+fn at_shape<'a>(a: &'a Array, shape: &[i32]) -> Result<Cow<'a, Array>> {
+    if a.shape() == shape {
+        Ok(Cow::Borrowed(a))
+    } else {
+        broadcast_view(a, shape).map(Cow::Owned)
+    }
 }
 
 /// Defines a binary primitive whose kernel is a [`Num`] method, for every dtype.

@@ -136,7 +136,7 @@ fn arange_fill<T: Element + Num>(start: f64, step: f64, spec: &Spec) -> Data {
     let n = spec.size();
     let first = T::from_f64(start);
     let d = T::from_f64(start + step).sub(first);
-    let mut buf = Buffer::zeroed(n * std::mem::size_of::<T>());
+    let mut buf = Buffer::for_elements::<T>(n);
     let o = buf.as_mut_slice::<T>().expect("heap buffer");
     let mut v = first;
     for o in o.iter_mut() {

@@ -75,19 +75,25 @@ fn unary_spec(
 }
 
 /// The per-dtype functions of a floating-point unary primitive.
-struct FloatFn {
-    f32: fn(f32) -> f32,
-    f64: fn(f64) -> f64,
+struct FloatFn<F, G> {
+    f32: F,
+    f64: G,
     c64: Option<fn(Complex64) -> Complex64>,
 }
 
-/// Applies `k` to a floating-point or complex array (half types through f32).
-fn float_map(name: &str, a: &Array, out: &Spec, k: &FloatFn) -> Result<Data> {
+/// Applies `k` to a floating-point or complex array (half types through
+/// f32). Generic over the functions so that they inline into the loop.
+fn float_map<F, G>(name: &str, a: &Array, out: &Spec, k: &FloatFn<F, G>) -> Result<Data>
+where
+    F: Fn(f32) -> f32 + Sync + Copy,
+    G: Fn(f64) -> f64 + Sync + Copy,
+{
+    let (f, g) = (k.f32, k.f64);
     match a.dtype() {
-        Dtype::Float32 => unary::<f32, f32>(a, out, k.f32),
-        Dtype::Float64 => unary::<f64, f64>(a, out, k.f64),
-        Dtype::Float16 => unary::<f16, f16>(a, out, |x| x.map(k.f32, k.f64)),
-        Dtype::Bfloat16 => unary::<bf16, bf16>(a, out, |x| x.map(k.f32, k.f64)),
+        Dtype::Float32 => unary::<f32, f32>(a, out, f),
+        Dtype::Float64 => unary::<f64, f64>(a, out, g),
+        Dtype::Float16 => unary::<f16, f16>(a, out, move |x| x.map(f, g)),
+        Dtype::Bfloat16 => unary::<bf16, bf16>(a, out, move |x| x.map(f, g)),
         Dtype::Complex64 => match k.c64 {
             Some(c) => unary::<Complex64, Complex64>(a, out, c),
             None => Err(Error::unsupported(name, "complex64 is not supported")),
@@ -225,24 +231,40 @@ impl Primitive for Log {
         unary_spec("Log", inputs, Accepts::Inexact, None)
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
-        let k = match self.base {
-            LogBase::E => FloatFn {
-                f32: f32::ln,
-                f64: f64::ln,
-                c64: Some(complex::ln),
-            },
-            LogBase::Two => FloatFn {
-                f32: f32::log2,
-                f64: f64::log2,
-                c64: Some(|z| complex::ln(z).unscale(std::f32::consts::LN_2)),
-            },
-            LogBase::Ten => FloatFn {
-                f32: f32::log10,
-                f64: f64::log10,
-                c64: Some(|z| complex::ln(z).unscale(std::f32::consts::LN_10)),
-            },
+        let (a, o) = (&inputs[0], &out[0]);
+        let d = match self.base {
+            LogBase::E => float_map(
+                "Log",
+                a,
+                o,
+                &FloatFn {
+                    f32: f32::ln,
+                    f64: f64::ln,
+                    c64: Some(complex::ln),
+                },
+            ),
+            LogBase::Two => float_map(
+                "Log",
+                a,
+                o,
+                &FloatFn {
+                    f32: f32::log2,
+                    f64: f64::log2,
+                    c64: Some(|z| complex::ln(z).unscale(std::f32::consts::LN_2)),
+                },
+            ),
+            LogBase::Ten => float_map(
+                "Log",
+                a,
+                o,
+                &FloatFn {
+                    f32: f32::log10,
+                    f64: f64::log10,
+                    c64: Some(|z| complex::ln(z).unscale(std::f32::consts::LN_10)),
+                },
+            ),
         };
-        Ok(vec![float_map("Log", &inputs[0], &out[0], &k)?])
+        Ok(vec![d?])
     }
 }
 
@@ -274,8 +296,8 @@ impl Primitive for Sqrt {
             Dtype::Bfloat16 => unary::<bf16, bf16>(a, o, rsqrt_half)?,
             _ => {
                 let k = FloatFn {
-                    f32: |x| 1.0 / x.sqrt(),
-                    f64: |x| 1.0 / x.sqrt(),
+                    f32: |x: f32| 1.0 / x.sqrt(),
+                    f64: |x: f64| 1.0 / x.sqrt(),
                     c64: Some(|z| math::complex_div(Complex64::new(1.0, 0.0), complex::sqrt(z))),
                 };
                 float_map("Sqrt", a, o, &k)?

@@ -199,10 +199,9 @@ impl Primitive for Fused {
 
     fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>> {
         let out = &outputs[0];
-        let n = out.size();
         let datas = inputs.iter().map(Array::data).collect::<Result<Vec<_>>>()?;
         let esize = out.dtype.size();
-        let mut buf = Buffer::zeroed(n * esize);
+        let mut buf = crate::backend::cpu::elementwise::fresh_output(out);
         let bytes = buf.bytes_mut().expect("heap buffer");
         let run_chunk = |c: usize, dst: &mut [u8]| -> Result<()> {
             let start = c * CHUNK;

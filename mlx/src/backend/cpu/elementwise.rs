@@ -3,6 +3,7 @@
 //! buffer donation, and rayon above [`PAR_THRESHOLD`].
 
 use super::copy::{for_each_row, to_contiguous_vec};
+use super::simd::with_fma;
 use super::PAR_THRESHOLD;
 use crate::array::Data;
 use crate::buffer::Buffer;
@@ -10,18 +11,33 @@ use crate::primitive::Spec;
 use crate::{Array, Element, Result};
 use rayon::prelude::*;
 
-/// A row-major output buffer for `spec`, reusing a donated input buffer
-/// of the same byte size when one of `candidates` can give it.
-pub fn output_buffer(spec: &Spec, candidates: &[&Array]) -> Buffer {
+/// Elements per parallel task: large enough to amortise scheduling,
+/// small enough to balance two or more cores.
+const CHUNK: usize = PAR_THRESHOLD / 4;
+
+/// A new buffer for `spec`'s elements that the kernel writes in full: its
+/// old contents are not cleared (bool buffers are, so they never hold a
+/// byte other than 0 or 1).
+pub fn fresh_output(spec: &Spec) -> Buffer {
     let nbytes = spec.size() * spec.dtype.size();
-    for a in candidates {
-        if a.nbytes() == nbytes && a.shape() == spec.shape.as_slice() {
-            if let Some(b) = a.try_donate() {
-                return b;
-            }
-        }
+    if spec.dtype == crate::Dtype::Bool {
+        Buffer::zeroed(nbytes)
+    } else {
+        Buffer::for_overwrite(nbytes)
     }
-    Buffer::zeroed(nbytes)
+}
+
+/// Runs `body(start, chunk)` over consecutive chunks of `out`, on several
+/// threads when `out` is large, each compiled for AVX2 + FMA when the CPU
+/// has them.
+fn for_chunks<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
+    if out.len() >= PAR_THRESHOLD {
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, o)| with_fma(|| body(c * CHUNK, o)));
+    } else {
+        with_fma(|| body(0, out));
+    }
 }
 
 /// Fills `out[i] = f(i-th element)` where the input is read row-major.
@@ -34,21 +50,22 @@ fn fill_from<T: Element, U: Element>(
     let s = src.buffer.as_slice::<T>();
     if src.is_row_contiguous(shape) {
         let s = &s[src.offset..src.offset + out.len()];
-        if out.len() >= PAR_THRESHOLD {
-            out.par_chunks_mut(PAR_THRESHOLD / 4)
-                .zip(s.par_chunks(PAR_THRESHOLD / 4))
-                .for_each(|(o, i)| o.iter_mut().zip(i).for_each(|(o, &x)| *o = f(x)));
-        } else {
-            out.iter_mut().zip(s).for_each(|(o, &x)| *o = f(x));
-        }
+        for_chunks(out, |start, o| {
+            let x = &s[start..start + o.len()];
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = f(x);
+            }
+        });
         return;
     }
     let mut k = 0;
-    for_each_row(shape, &src.strides, src.offset, |base, len, stride| {
-        for i in 0..len as isize {
-            out[k] = f(s[(base + i * stride) as usize]);
-            k += 1;
-        }
+    with_fma(|| {
+        for_each_row(shape, &src.strides, src.offset, |base, len, stride| {
+            for i in 0..len as isize {
+                out[k] = f(s[(base + i * stride) as usize]);
+                k += 1;
+            }
+        })
     });
 }
 
@@ -65,7 +82,7 @@ pub fn unary<T: Element, U: Element>(
         }
     }
     let da = a.data()?;
-    let mut buf = Buffer::zeroed(out.size() * out.dtype.size());
+    let mut buf = fresh_output(out);
     fill_from(
         buf.as_mut_slice::<U>().expect("heap buffer"),
         &da,
@@ -77,22 +94,69 @@ pub fn unary<T: Element, U: Element>(
 
 /// Converts the `n` elements of a donated buffer from T to U in place.
 fn map_in_place<T: Element, U: Element>(buf: &mut Buffer, n: usize, f: &(impl Fn(T) -> U + Sync)) {
-    let addr = buf.bytes_mut().expect("heap buffer").as_mut_ptr() as usize;
-    let step = |i: usize| {
-        // SAFETY: T and U have the same size; element i is read before it is
-        // written, and each index is touched by one thread only.
-        unsafe {
-            let x = (addr as *const T).add(i).read();
-            (addr as *mut U).add(i).write(f(x));
+    let data = &mut buf.as_mut_slice::<T>().expect("heap buffer")[..n];
+    for_chunks(data, |_, chunk| {
+        let p = chunk.as_mut_ptr();
+        for i in 0..chunk.len() {
+            // SAFETY: T and U have the same size; element i of this chunk is
+            // read before it is written, and no other thread touches it.
+            unsafe {
+                let x = p.add(i).read();
+                (p as *mut U).add(i).write(f(x));
+            }
         }
-    };
-    if n >= PAR_THRESHOLD {
-        (0..n)
-            .into_par_iter()
-            .with_min_len(PAR_THRESHOLD / 4)
-            .for_each(step);
-    } else {
-        (0..n).for_each(step);
+    });
+}
+
+/// The contiguous elements of an operand, or its one value when it is a
+/// broadcast scalar.
+#[derive(Clone, Copy)]
+enum Operand<'a, T> {
+    Dense(&'a [T]),
+    Scalar(T),
+}
+
+impl<'a, T: Element> Operand<'a, T> {
+    /// `None` for a strided operand (neither dense nor a broadcast scalar).
+    fn of(d: &'a Data, shape: &[i32], n: usize) -> Option<Operand<'a, T>> {
+        let s = d.buffer.as_slice::<T>();
+        if d.strides.iter().all(|&st| st == 0) {
+            Some(Operand::Scalar(s[d.offset]))
+        } else if d.is_row_contiguous(shape) {
+            Some(Operand::Dense(&s[d.offset..d.offset + n]))
+        } else {
+            None
+        }
+    }
+}
+
+/// `o[i] = f(x[i], y[i])` over one chunk starting at element `start`.
+#[inline(always)]
+fn zip_chunk<T: Element, U: Element>(
+    o: &mut [U],
+    start: usize,
+    x: Operand<T>,
+    y: Operand<T>,
+    f: &impl Fn(T, T) -> U,
+) {
+    let r = start..start + o.len();
+    match (x, y) {
+        (Operand::Dense(x), Operand::Dense(y)) => {
+            for ((o, &x), &y) in o.iter_mut().zip(&x[r.clone()]).zip(&y[r]) {
+                *o = f(x, y);
+            }
+        }
+        (Operand::Dense(x), Operand::Scalar(y)) => {
+            for (o, &x) in o.iter_mut().zip(&x[r]) {
+                *o = f(x, y);
+            }
+        }
+        (Operand::Scalar(x), Operand::Dense(y)) => {
+            for (o, &y) in o.iter_mut().zip(&y[r]) {
+                *o = f(x, y);
+            }
+        }
+        (Operand::Scalar(x), Operand::Scalar(y)) => o.fill(f(x, y)),
     }
 }
 
@@ -112,25 +176,13 @@ pub fn binary<T: Element, U: Element>(
         }
     }
     let (da, db) = (a.data()?, b.data()?);
-    let mut buf = Buffer::zeroed(n * U::DTYPE.size());
+    let mut buf = fresh_output(out);
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
-    let sa = da.buffer.as_slice::<T>();
-    let sb = db.buffer.as_slice::<T>();
-    match (layout(&da, shape), layout(&db, shape)) {
-        (Layout::Dense, Layout::Dense) => {
-            let (x, y) = (&sa[da.offset..da.offset + n], &sb[db.offset..db.offset + n]);
-            zip_fill(o, |i| f(x[i], y[i]));
-        }
-        (Layout::Dense, Layout::Scalar) => {
-            let (x, y) = (&sa[da.offset..da.offset + n], sb[db.offset]);
-            zip_fill(o, |i| f(x[i], y));
-        }
-        (Layout::Scalar, Layout::Dense) => {
-            let (x, y) = (sa[da.offset], &sb[db.offset..db.offset + n]);
-            zip_fill(o, |i| f(x, y[i]));
-        }
+    match (Operand::of(&da, shape, n), Operand::of(&db, shape, n)) {
+        (Some(x), Some(y)) => for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f)),
         _ => {
             // General strided case: materialise b row-major, then walk a's rows.
+            let sa = da.buffer.as_slice::<T>();
             let yb = to_contiguous_vec::<T>(&db, shape);
             let mut k = 0;
             for_each_row(shape, &da.strides, da.offset, |base, len, stride| {
@@ -144,41 +196,9 @@ pub fn binary<T: Element, U: Element>(
     Ok(Data::contiguous(buf, shape))
 }
 
-#[derive(PartialEq)]
-enum Layout {
-    Dense,
-    Scalar,
-    Strided,
-}
-
-fn layout(d: &Data, shape: &[i32]) -> Layout {
-    if d.strides.iter().all(|&s| s == 0) {
-        Layout::Scalar
-    } else if d.is_row_contiguous(shape) {
-        Layout::Dense
-    } else {
-        Layout::Strided
-    }
-}
-
-/// `o[i] = g(i)` for every i, split across threads when large.
-fn zip_fill<U: Element>(o: &mut [U], g: impl Fn(usize) -> U + Sync) {
-    if o.len() >= PAR_THRESHOLD {
-        let chunk = PAR_THRESHOLD / 4;
-        o.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
-            let base = c * chunk;
-            for (i, o) in o.iter_mut().enumerate() {
-                *o = g(base + i);
-            }
-        });
-    } else {
-        for (i, o) in o.iter_mut().enumerate() {
-            *o = g(i);
-        }
-    }
-}
-
-/// The binary op written into a donated input buffer (T and U are the same type).
+/// The binary op written into a donated input buffer (T and U are the same
+/// type), when one operand can give its buffer and the other is dense or a
+/// broadcast scalar.
 fn binary_donated<T: Element, U: Element>(
     a: &Array,
     b: &Array,
@@ -187,44 +207,35 @@ fn binary_donated<T: Element, U: Element>(
 ) -> Result<Option<Data>> {
     let shape = out.shape.as_slice();
     let n = out.size();
-    let cast = |u: U| -> T {
+    let same = |x: T, y: T| -> T {
         // SAFETY: the caller checked T::DTYPE == U::DTYPE, so T and U are one type.
-        unsafe { std::mem::transmute_copy::<U, T>(&u) }
+        unsafe { std::mem::transmute_copy::<U, T>(&f(x, y)) }
     };
     for (donor, other, donor_first) in [(a, b, true), (b, a, false)] {
-        if donor.shape() != shape {
+        if donor.shape() != shape || std::ptr::eq(donor, other) {
             continue;
         }
         let dother = other.data()?;
-        let lo = layout(&dother, shape);
-        if lo == Layout::Strided {
+        let Some(y) = Operand::<T>::of(&dother, shape, n) else {
             continue;
-        }
+        };
         let Some(mut buf) = donor.try_donate() else {
             continue;
         };
-        let so = dother.buffer.as_slice::<T>();
-        let o = buf.as_mut_slice::<T>().expect("heap buffer");
-        let addr = o.as_mut_ptr() as usize;
-        let g = |i: usize| {
-            let y = if lo == Layout::Scalar {
-                so[dother.offset]
-            } else {
-                so[dother.offset + i]
-            };
-            // SAFETY: element i is read before it is written, by one thread.
-            let x = unsafe { *(addr as *const T).add(i) };
-            let r = if donor_first { f(x, y) } else { f(y, x) };
-            unsafe { *(addr as *mut T).add(i) = cast(r) };
-        };
-        if n >= PAR_THRESHOLD {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(PAR_THRESHOLD / 4)
-                .for_each(g);
-        } else {
-            (0..n).for_each(g);
-        }
+        let o = &mut buf.as_mut_slice::<T>().expect("heap buffer")[..n];
+        for_chunks(o, |start, o| {
+            let r = start..start + o.len();
+            match (y, donor_first) {
+                (Operand::Dense(y), true) => {
+                    o.iter_mut().zip(&y[r]).for_each(|(o, &y)| *o = same(*o, y))
+                }
+                (Operand::Dense(y), false) => {
+                    o.iter_mut().zip(&y[r]).for_each(|(o, &y)| *o = same(y, *o))
+                }
+                (Operand::Scalar(y), true) => o.iter_mut().for_each(|o| *o = same(*o, y)),
+                (Operand::Scalar(y), false) => o.iter_mut().for_each(|o| *o = same(y, *o)),
+            }
+        });
         return Ok(Some(Data::contiguous(buf, shape)));
     }
     Ok(None)
@@ -242,7 +253,7 @@ pub fn ternary<C: Element, T: Element, U: Element>(
     let xc = to_contiguous_vec::<C>(&c.data()?, shape);
     let xa = to_contiguous_vec::<T>(&a.data()?, shape);
     let xb = to_contiguous_vec::<T>(&b.data()?, shape);
-    let mut buf = Buffer::zeroed(out.size() * U::DTYPE.size());
+    let mut buf = fresh_output(out);
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
     if o.len() >= PAR_THRESHOLD {
         o.par_iter_mut()

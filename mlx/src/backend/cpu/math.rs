@@ -179,6 +179,7 @@ pub fn ieee_remainder_f64(x: f64, y: f64) -> f64 {
 /// MLX's `exp`: 2^(x·log2 e) split into an integer power built from the
 /// exponent bits and a degree-6 polynomial (Cephes constants); |x| > 88
 /// saturates to 0 / inf.
+#[inline]
 pub fn exp_f32(x0: f32) -> f32 {
     let x = x0 * 1.442695f32;
     // MLX adds 0.5 as a double, so the rounding to nearest is exact.
@@ -207,6 +208,7 @@ pub fn exp_f32(x0: f32) -> f32 {
 /// MLX's sine / cosine of `±ax` (`neg` is the sign of the input, `ax` its
 /// magnitude in f32): Cephes reduction by π/4 in three parts and two
 /// polynomials; magnitudes above 2^23 use libm.
+#[inline]
 fn sincos(neg: bool, ax: f32, x_orig: f32, sine: bool) -> f32 {
     if ax > 8388608.0 {
         return if sine { x_orig.sin() } else { x_orig.cos() };
@@ -249,18 +251,22 @@ fn sincos(neg: bool, ax: f32, x_orig: f32, sine: bool) -> f32 {
 }
 
 /// MLX's `sin` in f32.
+#[inline]
 pub fn sin_f32(x: f32) -> f32 {
     sincos(x < 0.0, x.abs(), x, true)
 }
 /// MLX's `cos` in f32.
+#[inline]
 pub fn cos_f32(x: f32) -> f32 {
     sincos(x < 0.0, x.abs(), x, false)
 }
 /// MLX's `sin` of an f64: the sign is taken in f64, the rest in f32.
+#[inline]
 pub fn sin_f64(x: f64) -> f64 {
     sincos(x < 0.0, x.abs() as f32, x as f32, true) as f64
 }
 /// MLX's `cos` of an f64 (computed in f32).
+#[inline]
 pub fn cos_f64(x: f64) -> f64 {
     sincos(x < 0.0, x.abs() as f32, x as f32, false) as f64
 }
@@ -268,6 +274,7 @@ pub fn cos_f64(x: f64) -> f64 {
 /// MLX's `erf` before the final sign: the Abramowitz–Stegun 7.1.26
 /// polynomial with MLX's exp, for `v` in f32. The caller negates the
 /// result unless the input is > 0 (in its own dtype, after rounding).
+#[inline]
 pub fn erf_abs_f32(v: f32) -> f32 {
     let t = 1.0 / 0.3275911f32.mul_add(v.abs(), 1.0);
     let mut r = 1.061405429f32.mul_add(t, -1.453152027);
@@ -279,6 +286,7 @@ pub fn erf_abs_f32(v: f32) -> f32 {
 }
 
 /// MLX's `erf` in f32.
+#[inline]
 pub fn erf_f32(x: f32) -> f32 {
     let r = erf_abs_f32(x);
     if x > 0.0 {
@@ -289,6 +297,7 @@ pub fn erf_f32(x: f32) -> f32 {
 }
 
 /// MLX's `erfinv` in f32 (Giles' single-precision approximation with libm `logf`).
+#[inline]
 pub fn erfinv_f32(a: f32) -> f32 {
     let t = a.mul_add(0.0 - a, 1.0).ln();
     let p = if t.abs() > 6.125 {
@@ -317,6 +326,7 @@ pub fn erfinv_f32(a: f32) -> f32 {
 }
 
 /// MLX's `sigmoid` in f32: y = 1/(1 + exp(|x|)); y for x < 0, else 1 − y.
+#[inline]
 pub fn sigmoid_f32(x: f32) -> f32 {
     let y = 1.0 / (1.0 + exp_f32(x.abs()));
     if x < 0.0 {
@@ -327,6 +337,7 @@ pub fn sigmoid_f32(x: f32) -> f32 {
 }
 
 /// MLX's `sigmoid` in f64: exp in f32, the rest in f64.
+#[inline]
 pub fn sigmoid_f64(x: f64) -> f64 {
     let e = exp_f32(x.abs() as f32) as f64;
     let y = 1.0 / (1.0 + e);
@@ -339,6 +350,7 @@ pub fn sigmoid_f64(x: f64) -> f64 {
 
 /// MLX's `sigmoid` for a half type: the exp is rounded to the half type
 /// (`round`) before the rest is computed in f32.
+#[inline]
 pub fn sigmoid_half(x: f32, round: impl Fn(f32) -> f32) -> f32 {
     let e = round(exp_f32(x.abs()));
     let y = 1.0 / (1.0 + e);

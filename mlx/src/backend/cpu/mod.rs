@@ -13,6 +13,7 @@ pub mod num;
 pub mod quantized;
 pub mod reduce;
 pub mod scan;
+pub mod simd;
 pub mod sort;
 
 /// Element count above which kernels split work across threads.

@@ -334,7 +334,7 @@ type ColumnsFn = fn(&QmvArgs<'_>, usize, &mut [f32]);
 /// The column kernel for this CPU.
 fn select_columns() -> ColumnsFn {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    if crate::backend::cpu::simd::has_fma() {
         // SAFETY: the CPU supports the features the kernel is compiled for.
         return |a, c0, out| unsafe { columns_avx2(a, c0, out) };
     }

@@ -312,7 +312,7 @@ pub fn reduce<T: Element, R: Reducer<T>>(data: &Data, shape: &[i32], axes: &[usi
         .map(|(i, &n)| if axes.contains(&i) { 1 } else { n })
         .collect();
     let n_out: usize = out_shape.iter().map(|&d| d as usize).product();
-    let mut buf = Buffer::zeroed(n_out * std::mem::size_of::<R::Out>());
+    let mut buf = Buffer::for_elements::<R::Out>(n_out);
     let out = buf.as_mut_slice::<R::Out>().expect("heap buffer");
     if n_out > 0 {
         let src = data.buffer.as_slice::<T>();

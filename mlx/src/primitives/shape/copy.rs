@@ -4,6 +4,7 @@
 
 use crate::array::{row_major_strides, Data};
 use crate::backend::cpu::copy::for_each_row;
+use crate::backend::cpu::elementwise::fresh_output;
 use crate::backend::cpu::PAR_THRESHOLD;
 use crate::primitive::Spec;
 use crate::{Buffer, Element, Error, Result};
@@ -167,7 +168,7 @@ pub(crate) fn combine_into<T: Element>(
 
 /// A row-major copy of the elements of `src` (a view shaped `spec.shape`).
 pub(crate) fn contiguous_copy(src: &Data, spec: &Spec) -> Data {
-    let mut buf = Buffer::zeroed(spec.size() * spec.dtype.size());
+    let mut buf = fresh_output(spec);
     let strides = row_major_strides(&spec.shape);
     dispatch_bits!(spec.dtype, T => combine_into::<T>(
         buf.as_mut_slice::<T>().expect("heap buffer"),
@@ -191,7 +192,7 @@ pub(crate) fn row_major(src: &Data, spec: &Spec) -> Data {
 
 /// A heap buffer of `spec` where every element has the bits of element 0 of `value`.
 pub(crate) fn filled(value: &Data, spec: &Spec) -> Buffer {
-    let mut buf = Buffer::zeroed(spec.size() * spec.dtype.size());
+    let mut buf = fresh_output(spec);
     dispatch_bits!(spec.dtype, T => {
         let v = value.slice::<T>().first().copied().unwrap_or_default();
         let out = buf.as_mut_slice::<T>().expect("heap buffer");

@@ -4,6 +4,7 @@
 use super::PAR_THRESHOLD;
 use crate::array::Data;
 use crate::backend::cpu::copy::make_contiguous;
+use crate::backend::cpu::simd::has_fma;
 use crate::buffer::Buffer;
 use crate::Element;
 use half::{bf16, f16};
@@ -212,18 +213,6 @@ fn for_rows<T: Element, U: Element>(
     }
 }
 
-/// Whether the AVX2 + FMA versions of the row loops can run.
-fn has_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Softmax of consecutive rows of length `m`.
 #[inline(always)]
 fn softmax_rows<T: SoftmaxElem>(x: &[T], o: &mut [T], m: usize, precise: bool) {
@@ -273,7 +262,7 @@ pub fn softmax_last<T: SoftmaxElem>(data: &Data, shape: &[i32], precise: bool) -
     let n: usize = shape.iter().map(|&s| s as usize).product();
     let m = shape.last().map_or(1, |&s| s as usize);
     let x = &d.buffer.as_slice::<T>()[d.offset..d.offset + n];
-    let mut buf = Buffer::zeroed(n * std::mem::size_of::<T>());
+    let mut buf = Buffer::for_elements::<T>(n);
     let out = buf.as_mut_slice::<T>().expect("heap buffer");
     let fma = has_fma();
     for_rows(x, out, m, m, |x, o| {
@@ -300,7 +289,7 @@ pub fn logsumexp_last<T: SoftmaxElem>(data: &Data, shape: &[i32]) -> Data {
     }
     let n_out: usize = out_shape.iter().map(|&s| s as usize).product();
     let x = &d.buffer.as_slice::<T>()[d.offset..d.offset + n];
-    let mut buf = Buffer::zeroed(n_out * std::mem::size_of::<T>());
+    let mut buf = Buffer::for_elements::<T>(n_out);
     let out = buf.as_mut_slice::<T>().expect("heap buffer");
     if m == 0 {
         out.fill(T::from_f(T::F::neg_infinity()));

@@ -1,6 +1,10 @@
 //! Shared, 64-byte-aligned storage for array data: heap memory or a region
 //! of a memory-mapped file.
 
+mod cache;
+
+pub use cache::{cache_memory, clear_cache, set_cache_limit};
+
 use crate::Element;
 use std::sync::Arc;
 
@@ -35,19 +39,73 @@ impl std::fmt::Debug for Buffer {
     }
 }
 
+/// `blocks` zeroed blocks straight from the allocator: large ones come as
+/// fresh zero pages the OS maps on first touch, with no zero-filling pass.
+fn fresh_blocks(blocks: usize) -> Vec<Block> {
+    let layout = std::alloc::Layout::array::<Block>(blocks).expect("buffer size overflows");
+    // SAFETY: the layout has non-zero size (blocks >= 1); an all-zero Block
+    // is a valid value, and the vector takes ownership of the allocation
+    // made with Block's layout.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut Block;
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(ptr, blocks, blocks)
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Storage::Heap(v) = &mut self.storage {
+            cache::give(std::mem::take(v));
+        }
+    }
+}
+
 impl Buffer {
-    /// A zero-filled buffer of `nbytes` bytes (zero pages are mapped lazily by the OS).
+    fn heap(blocks: Vec<Block>, nbytes: usize) -> Buffer {
+        Buffer {
+            storage: Storage::Heap(blocks),
+            nbytes,
+        }
+    }
+
+    /// A zero-filled buffer of `nbytes` bytes.
     pub fn zeroed(nbytes: usize) -> Buffer {
         let blocks = nbytes.div_ceil(BUFFER_ALIGN).max(1);
-        Buffer {
-            storage: Storage::Heap(vec![Block([0; BUFFER_ALIGN]); blocks]),
-            nbytes,
+        match cache::take(blocks) {
+            Some(mut v) => {
+                v.fill(Block([0; BUFFER_ALIGN]));
+                Buffer::heap(v, nbytes)
+            }
+            None => Buffer::heap(fresh_blocks(blocks), nbytes),
+        }
+    }
+
+    /// A buffer of `nbytes` bytes whose contents are unspecified (zeros, or
+    /// what an earlier array wrote): for kernels that write every byte.
+    /// Never view it as `bool` before writing it.
+    pub fn for_overwrite(nbytes: usize) -> Buffer {
+        let blocks = nbytes.div_ceil(BUFFER_ALIGN).max(1);
+        let v = cache::take(blocks).unwrap_or_else(|| fresh_blocks(blocks));
+        Buffer::heap(v, nbytes)
+    }
+
+    /// A buffer for `n` elements of `T` that the caller writes in full
+    /// ([`Buffer::for_overwrite`]; zeroed for `bool`, whose bytes must be 0 or 1).
+    pub fn for_elements<T: Element>(n: usize) -> Buffer {
+        let nbytes = n * std::mem::size_of::<T>();
+        if T::DTYPE == crate::Dtype::Bool {
+            Buffer::zeroed(nbytes)
+        } else {
+            Buffer::for_overwrite(nbytes)
         }
     }
 
     /// A buffer holding a copy of `bytes`.
     pub fn from_bytes(bytes: &[u8]) -> Buffer {
-        let mut b = Buffer::zeroed(bytes.len());
+        let mut b = Buffer::for_overwrite(bytes.len());
         b.bytes_mut()
             .expect("fresh heap buffer")
             .copy_from_slice(bytes);

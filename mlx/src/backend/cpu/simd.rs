@@ -1,0 +1,42 @@
+//! Running a kernel body compiled for the CPU's wider instructions.
+//!
+//! The crate is built for baseline x86-64, where `f32::mul_add` is a libm
+//! call and loops vectorize 4-wide at most. MLX's float formulas (exp, sin,
+//! erf, ...) are written with fused multiply-adds, so a kernel calling them
+//! runs many times faster when its loop is compiled with AVX2 + FMA. Results
+//! do not change: `mul_add` is exactly rounded either way, and Rust never
+//! fuses a plain `a * b + c`.
+
+/// Whether this CPU has AVX2 and FMA (checked once, then cached by std).
+#[inline]
+pub fn has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Calls `body`, compiled with AVX2 + FMA when the CPU has them. `body` and
+/// what it inlines (the element function of a kernel) get the wider
+/// instructions; call it around a whole loop, not per element.
+#[inline(always)]
+pub fn with_fma<R>(body: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if has_fma() {
+        // SAFETY: has_fma() checked the CPU supports the enabled features.
+        return unsafe { call_with_fma(body) };
+    }
+    body()
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`has_fma`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn call_with_fma<R>(body: impl FnOnce() -> R) -> R {
+    body()
+}
