@@ -169,7 +169,13 @@ impl Primitive for Convolution {
         )?])
     }
 
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         let (x, w, c) = (&primals[0], &primals[1], &cot[0]);
         argnums
             .iter()
@@ -214,7 +220,14 @@ impl Convolution {
     /// `want`. Negative low padding is raised by whole strides and the
     /// surplus outputs sliced off the front; negative high padding is
     /// raised to 0 and the surplus sliced off the back.
-    fn conv_cropped(&self, x: &Array, w: &Array, lo: &[i32], hi: &[i32], want: &[i32]) -> Result<Array> {
+    fn conv_cropped(
+        &self,
+        x: &Array,
+        w: &Array,
+        lo: &[i32],
+        hi: &[i32],
+        want: &[i32],
+    ) -> Result<Array> {
         let stride = &self.kernel_strides;
         let mut start = vec![0; x.ndim()];
         let mut padding_lo = lo.to_vec();

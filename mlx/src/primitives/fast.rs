@@ -130,7 +130,13 @@ impl Primitive for RMSNorm {
         );
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
     }
 }
@@ -157,7 +163,13 @@ impl Primitive for LayerNorm {
         );
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
     }
 }
@@ -251,7 +263,13 @@ impl Primitive for RoPE {
         let y = kernel::rope(&read_f32(x)?, &p, round_fn(out[0].dtype));
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
     }
     fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -386,7 +404,13 @@ impl Primitive for ScaledDotProductAttention {
         }
         Ok(res)
     }
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
     }
 }

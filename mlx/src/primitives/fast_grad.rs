@@ -42,7 +42,12 @@ fn row_mean(a: &Array) -> Result<Array> {
 }
 
 impl RMSNorm {
-    pub(crate) fn rule(&self, primals: &[Array], cot: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+    pub(crate) fn rule(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
         let (x, w, g) = (up(&primals[0])?, up(&primals[1])?, up(&cot[0])?);
         let eps = scalar(self.eps as f64, &x);
         let n = o::rsqrt(&o::add(&row_mean(&o::square(&x)?)?, &eps)?)?;
@@ -56,8 +61,18 @@ impl RMSNorm {
 }
 
 impl LayerNorm {
-    pub(crate) fn rule(&self, primals: &[Array], cot: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        let (x, w, b, g) = (up(&primals[0])?, up(&primals[1])?, &primals[2], up(&cot[0])?);
+    pub(crate) fn rule(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
+        let (x, w, b, g) = (
+            up(&primals[0])?,
+            up(&primals[1])?,
+            &primals[2],
+            up(&cot[0])?,
+        );
         let eps = scalar(self.eps as f64, &x);
         let xc = o::subtract(&x, &row_mean(&x)?)?;
         let n = o::rsqrt(&o::add(&row_mean(&o::square(&xc)?)?, &eps)?)?;
@@ -74,7 +89,12 @@ impl LayerNorm {
 
 impl RoPE {
     /// The rotation is orthogonal: its transpose is the inverse rotation.
-    pub(crate) fn rule(&self, primals: &[Array], cot: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+    pub(crate) fn rule(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
         only_args("RoPE", argnums, &[0], "its offset or frequencies")?;
         let mut inputs = primals.to_vec();
         inputs[0] = cot[0].clone();
@@ -85,8 +105,20 @@ impl RoPE {
         Ok(vec![Array::from_primitive(p, inputs)?])
     }
 
-    pub(crate) fn forward_rule(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        linear_jvp(self, primals, tangents, argnums, &[0], "its offset or frequencies")
+    pub(crate) fn forward_rule(
+        &self,
+        primals: &[Array],
+        tangents: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
+        linear_jvp(
+            self,
+            primals,
+            tangents,
+            argnums,
+            &[0],
+            "its offset or frequencies",
+        )
     }
 }
 
@@ -115,7 +147,10 @@ impl ScaledDotProductAttention {
         let lowest = scalar(-f32::MAX as f64, &s);
         let mask = self.mask_index(primals.len()).map(|i| &primals[i]);
         if let Some(m) = mask {
-            let full = o::reshape(&o::broadcast_to(m, &[b, hq, lq, lk])?, &[b, hkv, rep, lq, lk])?;
+            let full = o::reshape(
+                &o::broadcast_to(m, &[b, hq, lq, lk])?,
+                &[b, hkv, rep, lq, lk],
+            )?;
             s = if m.dtype() == Dtype::Bool {
                 o::where_(&full, &s, &lowest)?
             } else {
@@ -123,19 +158,26 @@ impl ScaledDotProductAttention {
             };
         }
         if self.do_causal {
-            let qi = o::reshape(&o::arange((lk - lq) as f64, lk as f64, 1.0, Dtype::Int32)?, &[lq, 1])?;
+            let qi = o::reshape(
+                &o::arange((lk - lq) as f64, lk as f64, 1.0, Dtype::Int32)?,
+                &[lq, 1],
+            )?;
             let ki = o::reshape(&o::arange(0.0, lk as f64, 1.0, Dtype::Int32)?, &[1, lk])?;
             s = o::where_(&o::greater_equal(&qi, &ki)?, &s, &lowest)?;
         }
         if self.has_sinks {
             let sinks = up(primals.last().expect("sinks"))?;
-            let col = o::broadcast_to(&o::reshape(&sinks, &[1, hkv, rep, 1, 1])?, &[b, hkv, rep, lq, 1])?;
+            let col = o::broadcast_to(
+                &o::reshape(&sinks, &[1, hkv, rep, 1, 1])?,
+                &[b, hkv, rep, lq, 1],
+            )?;
             s = o::concatenate(&[col, s], -1)?;
         }
         let mut p = o::softmax(&s, &[-1], true)?;
         let mut p_sink = None;
         if self.has_sinks {
-            let at = |lo: i32, hi: i32| o::slice(&p, &[0, 0, 0, 0, lo], &[b, hkv, rep, lq, hi], &[]);
+            let at =
+                |lo: i32, hi: i32| o::slice(&p, &[0, 0, 0, 0, lo], &[b, hkv, rep, lq, hi], &[]);
             let (sink, rest) = (at(0, 1)?, at(1, lk + 1)?);
             (p_sink, p) = (Some(sink), rest);
         }

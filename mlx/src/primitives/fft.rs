@@ -4,11 +4,11 @@
 
 use super::expect_inputs;
 use super::grad_util::linear_jvp;
-use crate::ops;
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::fast::read_f32;
 use crate::backend::cpu::fft::{c2c, c2r, r2c, C64};
 use crate::buffer::Buffer;
+use crate::ops;
 use crate::primitive::Spec;
 use crate::{Array, Complex64, Data, Dtype, Error, Primitive, Result};
 
@@ -140,9 +140,20 @@ impl Primitive for FFT {
     /// MLX's rule: the transform in the other direction, unnormalised; for
     /// real transforms the interior frequencies (used twice by the
     /// Hermitian half-spectrum) are weighted by 2 (inverse) or ½ (forward).
-    fn vjp(&self, primals: &[Array], cot: &[Array], _: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        _: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         let (x, c) = (&primals[0], &cot[0]);
-        let size = |a: &Array| -> f64 { self.axes.iter().map(|&ax| a.shape()[ax as usize] as f64).product() };
+        let size = |a: &Array| -> f64 {
+            self.axes
+                .iter()
+                .map(|&ax| a.shape()[ax as usize] as f64)
+                .product()
+        };
         let n = if self.inverse { size(c) } else { size(x) };
         let transform = |a: &Array, inverse: bool, odd_out: bool| {
             let p = FFT {
@@ -181,13 +192,23 @@ impl FFT {
     /// Weights along the halved axis of `spectrum` (broadcastable to it):
     /// `interior` for the frequencies a real signal of the length of
     /// `signal`'s axis uses twice, `edge` for DC and (even lengths) Nyquist.
-    fn half_spectrum_weights(&self, spectrum: &Array, signal: &Array, interior: f64, edge: f64) -> Result<Array> {
+    fn half_spectrum_weights(
+        &self,
+        spectrum: &Array,
+        signal: &Array,
+        interior: f64,
+        edge: f64,
+    ) -> Result<Array> {
         let ax = *self.axes.last().expect("real transforms have an axis") as usize;
         let m = spectrum.shape()[ax];
         let odd = signal.shape()[ax] % 2;
         let vals: Vec<Complex64> = (0..m)
             .map(|i| {
-                let v = if i > 0 && i < m - 1 + odd { interior } else { edge };
+                let v = if i > 0 && i < m - 1 + odd {
+                    interior
+                } else {
+                    edge
+                };
                 Complex64::new(v as f32, 0.0)
             })
             .collect();

@@ -13,7 +13,12 @@ pub(crate) fn not_differentiable(name: &str, what: &str) -> Error {
 
 /// Fails unless every index in `argnums` is in `allowed`; `what` names the
 /// other inputs (e.g. "its indices").
-pub(crate) fn only_args(name: &str, argnums: &[usize], allowed: &[usize], what: &str) -> Result<()> {
+pub(crate) fn only_args(
+    name: &str,
+    argnums: &[usize],
+    allowed: &[usize],
+    what: &str,
+) -> Result<()> {
     match argnums.iter().find(|a| !allowed.contains(a)) {
         Some(&i) => Err(not_differentiable(name, &format!("{what} (input {i})"))),
         None => Ok(()),
@@ -39,7 +44,12 @@ pub(crate) fn sum_to_shape(g: &Array, shape: &[i32]) -> Result<Array> {
 
 /// Tangents for every input of `primals`: the given ones at `argnums`,
 /// zeros elsewhere among `linear`, the primal itself for the other inputs.
-fn substitute(primals: &[Array], tangents: &[Array], argnums: &[usize], linear: &[usize]) -> Result<Vec<Array>> {
+fn substitute(
+    primals: &[Array],
+    tangents: &[Array],
+    argnums: &[usize],
+    linear: &[usize],
+) -> Result<Vec<Array>> {
     primals
         .iter()
         .enumerate()
@@ -70,7 +80,12 @@ pub(crate) fn linear_jvp(
 /// Forward-mode rule of a primitive linear in each input separately (a
 /// product such as a convolution): the sum over the differentiated inputs
 /// of the primitive with that input replaced by its tangent.
-pub(crate) fn multilinear_jvp(p: &dyn Primitive, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+pub(crate) fn multilinear_jvp(
+    p: &dyn Primitive,
+    primals: &[Array],
+    tangents: &[Array],
+    argnums: &[usize],
+) -> Result<Vec<Array>> {
     let mut total: Option<Array> = None;
     for (j, &a) in argnums.iter().enumerate() {
         let inputs = substitute(primals, &tangents[j..=j], &[a], &[])?;

@@ -140,7 +140,13 @@ impl Primitive for Gather {
         Ok(vec![d])
     }
     /// The cotangent added back at the gathered positions (Scatter Sum).
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         only_args("Gather", argnums, &[0], INDICES)?;
         let mut inputs = vec![ops::zeros_like(&primals[0])?];
         inputs.extend_from_slice(&primals[1..]);
@@ -203,13 +209,23 @@ impl Primitive for GatherAxis {
         )?])
     }
     /// The cotangent added back along the axis (ScatterAxis Sum).
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         only_args("GatherAxis", argnums, &[0], INDICES)?;
         let p = ScatterAxis {
             reduce_type: ScatterAxisType::Sum,
             axis: self.axis,
         };
-        let inputs = vec![ops::zeros_like(&primals[0])?, primals[1].clone(), cot[0].clone()];
+        let inputs = vec![
+            ops::zeros_like(&primals[0])?,
+            primals[1].clone(),
+            cot[0].clone(),
+        ];
         Ok(vec![Array::from_primitive(p, inputs)?])
     }
     fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
@@ -293,11 +309,20 @@ impl Primitive for Scatter {
     /// Assignment and sum pass the cotangent to the kept destination
     /// entries and gather it for the updates; max and min route it to
     /// whichever of the two produced the result (both on ties).
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], outputs: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        outputs: &[Array],
+    ) -> Result<Vec<Array>> {
         let n = primals.len();
         only_args("Scatter", argnums, &[0, n - 1], INDICES)?;
         if self.reduce_type == ScatterType::Prod {
-            return Err(super::grad_util::not_differentiable("Scatter", "a product reduction"));
+            return Err(super::grad_util::not_differentiable(
+                "Scatter",
+                "a product reduction",
+            ));
         }
         let (dst, idx, upd, c) = (&primals[0], &primals[1..n - 1], &primals[n - 1], &cot[0]);
         let extreme = matches!(self.reduce_type, ScatterType::Max | ScatterType::Min);
@@ -334,7 +359,14 @@ impl Primitive for Scatter {
                 &format!("a {} reduction in forward mode", self.reduce_type.name()),
             ));
         }
-        linear_jvp(self, primals, tangents, argnums, &[0, primals.len() - 1], INDICES)
+        linear_jvp(
+            self,
+            primals,
+            tangents,
+            argnums,
+            &[0, primals.len() - 1],
+            INDICES,
+        )
     }
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         Err(Error::invalid(
@@ -390,7 +422,13 @@ impl Primitive for ScatterAxis {
         Ok(vec![d])
     }
     /// As Scatter's rule, along one axis.
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         only_args("ScatterAxis", argnums, &[0, 2], INDICES)?;
         let (idx, upd, c) = (&primals[1], &primals[2], &cot[0]);
         argnums
@@ -401,7 +439,10 @@ impl Primitive for ScatterAxis {
                     vec![c.clone(), idx.clone(), ops::zeros_like(upd)?],
                 ),
                 (0, ScatterAxisType::Sum) => Ok(c.clone()),
-                _ => Array::from_primitive(GatherAxis { axis: self.axis }, vec![c.clone(), idx.clone()]),
+                _ => Array::from_primitive(
+                    GatherAxis { axis: self.axis },
+                    vec![c.clone(), idx.clone()],
+                ),
             })
             .collect()
     }
@@ -456,7 +497,13 @@ impl Primitive for MaskedScatter {
     /// The destination keeps the cotangent where the mask is false; the
     /// values get it back from the masked positions: per batch, the running
     /// count of true mask entries is each position's value index.
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         only_args("MaskedScatter", argnums, &[0, 2], "its mask")?;
         let (mask, vals, c) = (&primals[1], &primals[2], &cot[0]);
         let zero = Array::scalar_of(0.0, c.dtype());
@@ -476,7 +523,10 @@ impl Primitive for MaskedScatter {
                     reduce_type: ScatterAxisType::Sum,
                     axis: 1,
                 };
-                ops::reshape(&Array::from_primitive(p, vec![dst, pos, upd])?, vals.shape())
+                ops::reshape(
+                    &Array::from_primitive(p, vec![dst, pos, upd])?,
+                    vals.shape(),
+                )
             })
             .collect()
     }

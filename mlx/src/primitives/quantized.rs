@@ -362,9 +362,20 @@ impl Primitive for QuantizedMatmul {
     /// matrix; scales and biases (affine): per-group sums of the dense
     /// weight cotangent (times the quantized values for the scales). The
     /// packed weights have no gradient.
-    fn vjp(&self, primals: &[Array], cot: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         use crate::ops as o;
-        super::grad_util::only_args("QuantizedMatmul", argnums, &[0, 2, 3], "its quantized weights")?;
+        super::grad_util::only_args(
+            "QuantizedMatmul",
+            argnums,
+            &[0, 2, 3],
+            "its quantized weights",
+        )?;
         let (x, w, c) = (&primals[0], &primals[1], &cot[0]);
         let mut dense: Option<Array> = None;
         argnums
@@ -394,7 +405,13 @@ impl Primitive for QuantizedMatmul {
                     return o::sum(dsb, &[-1], false);
                 }
                 let (s, b) = (&primals[2], &primals[3]);
-                let q = o::dequantize(w, &o::ones_like(s)?, &o::zeros_like(b)?, self.group_size, self.bits)?;
+                let q = o::dequantize(
+                    w,
+                    &o::ones_like(s)?,
+                    &o::zeros_like(b)?,
+                    self.group_size,
+                    self.bits,
+                )?;
                 let q = o::unflatten(&q, -1, &[-1, self.group_size])?;
                 o::sum(&o::multiply(dsb, &q)?, &[-1], false)
             })
@@ -402,7 +419,14 @@ impl Primitive for QuantizedMatmul {
     }
 
     fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        super::grad_util::linear_jvp(self, primals, tangents, argnums, &[0], "its quantized weights")
+        super::grad_util::linear_jvp(
+            self,
+            primals,
+            tangents,
+            argnums,
+            &[0],
+            "its quantized weights",
+        )
     }
 }
 

@@ -51,7 +51,13 @@ impl Primitive for Sort {
             dispatch_dtype!(a.dtype(), T => sort::sort::<T>(a, ax)?),
         ])
     }
-    fn vjp(&self, primals: &[Array], cot: &[Array], _: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        _: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         let order = Array::from_primitive(ArgSort { axis: self.axis }, vec![primals[0].clone()])?;
         permutation_vjp(&primals[0], &order, &cot[0], self.axis)
     }
@@ -137,7 +143,13 @@ impl Primitive for Partition {
             dispatch_dtype!(a.dtype(), T => sort::partition::<T>(a, ax, k)?),
         ])
     }
-    fn vjp(&self, primals: &[Array], cot: &[Array], _: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        _: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
         permutation_vjp(&primals[0], &self.order(&primals[0])?, &cot[0], self.axis)
     }
     fn jvp(&self, primals: &[Array], tangents: &[Array], _: &[usize]) -> Result<Vec<Array>> {
@@ -267,7 +279,13 @@ impl Primitive for Scan {
         Ok(vec![d])
     }
 
-    fn vjp(&self, primals: &[Array], cot: &[Array], _: &[usize], outputs: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        _: &[usize],
+        outputs: &[Array],
+    ) -> Result<Vec<Array>> {
         let (x, c, y) = (&primals[0], &cot[0], &outputs[0]);
         let g = match self.reduce_type {
             ScanType::Sum => self.back(ScanType::Sum, c, self.inclusive)?,
@@ -280,7 +298,10 @@ impl Primitive for Scan {
 
     fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
         if self.reduce_type != ScanType::Sum {
-            let what = format!("its input in forward mode for a {} scan", self.reduce_type.name());
+            let what = format!(
+                "its input in forward mode for a {} scan",
+                self.reduce_type.name()
+            );
             return Err(not_differentiable("Scan", &what));
         }
         super::grad_util::linear_jvp(self, primals, tangents, argnums, &[0], "its input")
@@ -308,13 +329,22 @@ impl Scan {
     /// the same with that zero replaced by 1 at the first zero, 0 after it.
     fn prod_vjp(&self, x: &Array, c: &Array, y: &Array) -> Result<Array> {
         let other = self.scan(ScanType::Prod, x, self.reverse, !self.inclusive)?;
-        let (excl, incl) = if self.inclusive { (&other, y) } else { (y, &other) };
+        let (excl, incl) = if self.inclusive {
+            (&other, y)
+        } else {
+            (y, &other)
+        };
         let zero = Array::scalar_of(0.0, x.dtype());
         let one = Array::scalar_of(1.0, x.dtype());
         let eq_zero = ops::equal(incl, &zero)?;
         let first_zero = ops::logical_and(&eq_zero, &ops::not_equal(excl, &zero)?)?;
         let partial = |a: &Array| self.back(ScanType::Sum, &ops::multiply(a, c)?, self.inclusive);
-        let with_one = self.scan(ScanType::Prod, &ops::where_(&first_zero, &one, x)?, self.reverse, self.inclusive)?;
+        let with_one = self.scan(
+            ScanType::Prod,
+            &ops::where_(&first_zero, &one, x)?,
+            self.reverse,
+            self.inclusive,
+        )?;
         let plain = ops::divide(&partial(y)?, x)?;
         let rest = ops::where_(&eq_zero, &zero, &plain)?;
         ops::where_(&first_zero, &partial(&with_one)?, &rest)
@@ -331,7 +361,10 @@ impl Scan {
             let back = self.back(ScanType::LogAddExp, &ops::subtract(&l, y)?, self.inclusive)?;
             ops::exp(&ops::add(&back, x)?)
         };
-        ops::subtract(&part(ops::greater(c, &zero)?)?, &part(ops::less(c, &zero)?)?)
+        ops::subtract(
+            &part(ops::greater(c, &zero)?)?,
+            &part(ops::less(c, &zero)?)?,
+        )
     }
 
     /// Cumulative max/min: each output's cotangent goes to the element that
@@ -355,12 +388,20 @@ impl Scan {
         let (xs, ys, cs, first) = match (incl, rev) {
             (true, _) => (x.clone(), y.clone(), c.clone(), 0),
             (false, false) => (window(x, 0, n - 1)?, window(y, 1, n)?, window(c, 1, n)?, 0),
-            (false, true) => (window(x, 1, n)?, window(y, 0, n - 1)?, window(c, 0, n - 1)?, 1),
+            (false, true) => (
+                window(x, 1, n)?,
+                window(y, 0, n - 1)?,
+                window(c, 0, n - 1)?,
+                1,
+            ),
         };
         let len = xs.shape()[ax];
         let mut shape = vec![1; x.ndim()];
         shape[ax] = len;
-        let iota = ops::reshape(&ops::arange(first as f64, (first + len) as f64, 1.0, Dtype::Int32)?, &shape)?;
+        let iota = ops::reshape(
+            &ops::arange(first as f64, (first + len) as f64, 1.0, Dtype::Int32)?,
+            &shape,
+        )?;
         let none = Array::scalar(if rev { n } else { -1 });
         let masked = ops::where_(&ops::equal(&xs, &ys)?, &iota, &none)?;
         let kind = if rev { ScanType::Min } else { ScanType::Max };
