@@ -13,7 +13,7 @@ use mlx::primitives::indexing::{
     MaskedScatter, Scatter, ScatterAxis, ScatterAxisType, ScatterType,
 };
 use mlx::primitives::sort_scan::{Partition, Scan, ScanType};
-use mlx::{fast, fft, ops, transforms, Array, Dtype, Error, Result};
+use mlx::{fast, fft, ops, transforms, Array, Dtype, Error, Primitive, Result};
 
 type Fun<'a> = &'a dyn Fn(&[Array]) -> Result<Array>;
 
@@ -152,88 +152,100 @@ fn ints(v: &[i32], shape: &[i32]) -> Array {
 
 // ----- convolution ---------------------------------------------------------
 
-#[allow(clippy::too_many_arguments)]
+/// The function applying primitive `p` to all its arguments.
+fn apply<P: Primitive + Clone>(p: P) -> impl Fn(&[Array]) -> Result<Array> {
+    move |v: &[Array]| Array::from_primitive(p.clone(), v.to_vec())
+}
+
+/// A Convolution with per-axis strides, padding (low, high), kernel and
+/// input dilation, groups and flip.
 fn conv(
-    stride: &[i32],
+    s: &[i32],
     lo: &[i32],
     hi: &[i32],
-    kdil: &[i32],
-    idil: &[i32],
-    groups: i32,
+    kd: &[i32],
+    id: &[i32],
+    g: i32,
     flip: bool,
-) -> impl Fn(&[Array]) -> Result<Array> {
-    let p = Convolution {
-        kernel_strides: stride.to_vec(),
+) -> Convolution {
+    Convolution {
+        kernel_strides: s.to_vec(),
         padding_lo: lo.to_vec(),
         padding_hi: hi.to_vec(),
-        kernel_dilation: kdil.to_vec(),
-        input_dilation: idil.to_vec(),
-        groups,
+        kernel_dilation: kd.to_vec(),
+        input_dilation: id.to_vec(),
+        groups: g,
         flip,
-    };
-    move |v: &[Array]| Array::from_primitive(p.clone(), v.to_vec())
+    }
 }
 
 #[test]
 fn conv_finite_differences() {
-    let cases: Vec<(Box<dyn Fn(&[Array]) -> Result<Array>>, [i32; 3], [i32; 3])> = vec![
+    let cases = [
         // 1-D: stride, asymmetric padding, kernel dilation, groups.
         (
-            Box::new(conv(&[2], &[1], &[2], &[2], &[1], 2, false)),
-            [2, 9, 4],
-            [4, 3, 2],
+            conv(&[2], &[1], &[2], &[2], &[1], 2, false),
+            vec![2, 9, 4],
+            vec![4, 3, 2],
         ),
         // 1-D: input dilation (transposed conv), flip, stride remainder.
         (
-            Box::new(conv(&[2], &[2], &[0], &[1], &[3], 1, true)),
-            [1, 4, 2],
-            [3, 3, 2],
+            conv(&[2], &[2], &[0], &[1], &[3], 1, true),
+            vec![1, 4, 2],
+            vec![3, 3, 2],
         ),
         // 1-D: padding beyond the kernel extent (negative backward padding).
         (
-            Box::new(conv(&[3], &[4], &[0], &[1], &[2], 1, false)),
-            [1, 5, 1],
-            [2, 2, 1],
+            conv(&[3], &[4], &[0], &[1], &[2], 1, false),
+            vec![1, 5, 1],
+            vec![2, 2, 1],
         ),
         // 1-D: three groups, dilations on both sides and flip.
         (
-            Box::new(conv(&[1], &[0], &[3], &[2], &[2], 3, true)),
-            [1, 5, 6],
-            [6, 2, 2],
+            conv(&[1], &[0], &[3], &[2], &[2], 3, true),
+            vec![1, 5, 6],
+            vec![6, 2, 2],
+        ),
+        // 2-D with everything at once.
+        (
+            conv(&[2, 1], &[0, 3], &[2, 0], &[1, 2], &[2, 1], 2, true),
+            vec![1, 4, 5, 4],
+            vec![4, 2, 3, 2],
+        ),
+        // 3-D, and 3-D with groups (only reachable through the primitive).
+        (
+            conv(
+                &[2, 1, 2],
+                &[1, 0, 1],
+                &[0, 1, 1],
+                &[1, 1, 2],
+                &[1, 2, 1],
+                1,
+                false,
+            ),
+            vec![1, 4, 3, 5, 2],
+            vec![2, 2, 2, 2, 2],
+        ),
+        (
+            conv(
+                &[1, 2, 1],
+                &[0, 1, 0],
+                &[1, 0, 0],
+                &[1, 1, 1],
+                &[1, 1, 1],
+                2,
+                false,
+            ),
+            vec![1, 3, 3, 3, 4],
+            vec![2, 2, 1, 2, 2],
         ),
     ];
-    for (f, xs, ws) in &cases {
-        let inputs = [f64s(xs, 1), f64s(ws, 2)];
-        check_fd(f.as_ref(), &inputs, &[0, 1], 1e-6, 1e-6, 1e-8);
-        check_dual(f.as_ref(), &inputs, &[0, 1], 1e-9);
+    for (i, (p, xs, ws)) in cases.into_iter().enumerate() {
+        let inputs = [f64s(&xs, 2 * i as u64), f64s(&ws, 2 * i as u64 + 1)];
+        let f = apply(p);
+        check_fd(&f, &inputs, &[0, 1], 1e-6, 1e-6, 1e-8);
+        check_dual(&f, &inputs, &[0, 1], 1e-9);
     }
-    // 2-D with everything at once, and 3-D.
-    let f2 = conv(&[2, 1], &[0, 3], &[2, 0], &[1, 2], &[2, 1], 2, true);
-    check_fd(
-        &f2,
-        &[f64s(&[1, 4, 5, 4], 3), f64s(&[4, 2, 3, 2], 4)],
-        &[0, 1],
-        1e-6,
-        1e-6,
-        1e-8,
-    );
-    let f3 = conv(
-        &[2, 1, 2],
-        &[1, 0, 1],
-        &[0, 1, 1],
-        &[1, 1, 2],
-        &[1, 2, 1],
-        1,
-        false,
-    );
-    check_fd(
-        &f3,
-        &[f64s(&[1, 4, 3, 5, 2], 5), f64s(&[2, 2, 2, 2, 2], 6)],
-        &[0, 1],
-        1e-6,
-        1e-6,
-        1e-8,
-    );
 }
 
 /// MLX fixture case: inputs, cotangent (reshaped to our output when MLX's
@@ -309,11 +321,10 @@ fn gathers_with_repeated_indices() {
 }
 
 fn scatter(kind: ScatterType, axes: &[i32]) -> impl Fn(&[Array]) -> Result<Array> {
-    let p = Scatter {
+    apply(Scatter {
         reduce_type: kind,
         axes: axes.to_vec(),
-    };
-    move |v: &[Array]| Array::from_primitive(p.clone(), v.to_vec())
+    })
 }
 
 #[test]
@@ -350,7 +361,7 @@ fn scatters() {
             reduce_type: kind,
             axis: 1,
         };
-        let f = move |v: &[Array]| Array::from_primitive(p.clone(), v.to_vec());
+        let f = apply(p);
         let inputs = [
             f64s(&[2, 4], 5),
             ints(&[3, 0, 2, 1], &[2, 2]),
@@ -363,7 +374,7 @@ fn scatters() {
 
 #[test]
 fn masked_scatter() {
-    let f = |v: &[Array]| Array::from_primitive(MaskedScatter {}, v.to_vec());
+    let f = apply(MaskedScatter {});
     let mask = Array::from_slice(
         &[true, false, true, true, false, false, true, false],
         &[2, 4],
@@ -381,7 +392,7 @@ fn sort_and_partition() {
     let s = |v: &[Array]| ops::sort(&v[0], Some(0));
     check_fd(&s, &[f64s(&[5, 2], 1)], &[0], 1e-6, 1e-6, 1e-9);
     check_dual(&s, &[f64s(&[5, 2], 1)], &[0], 1e-9);
-    let p = |v: &[Array]| Array::from_primitive(Partition { kth: 2, axis: 1 }, v.to_vec());
+    let p = apply(Partition { kth: 2, axis: 1 });
     check_fd(&p, &[f64s(&[2, 6], 2)], &[0], 1e-6, 1e-6, 1e-9);
     // Ties: MLX's stable order decides which tied element gets which cotangent.
     let s1 = |v: &[Array]| ops::sort(&v[0], Some(1));
@@ -394,13 +405,12 @@ fn sort_and_partition() {
 }
 
 fn scan(kind: ScanType, reverse: bool, inclusive: bool) -> impl Fn(&[Array]) -> Result<Array> {
-    let p = Scan {
+    apply(Scan {
         reduce_type: kind,
         axis: 1,
         reverse,
         inclusive,
-    };
-    move |v: &[Array]| Array::from_primitive(p.clone(), v.to_vec())
+    })
 }
 
 #[test]
@@ -430,7 +440,14 @@ fn scans_finite_differences() {
             };
             check_fd(&f, &[f64s(&[3, 5], 1)], &[0], eps, tol, 1e-8);
             if kind == ScanType::Prod {
-                check_fd(&f, &[with_zeros.clone()], &[0], 1e-6, 1e-6, 1e-8);
+                check_fd(
+                    &f,
+                    std::slice::from_ref(&with_zeros),
+                    &[0],
+                    1e-6,
+                    1e-6,
+                    1e-8,
+                );
             }
         }
         check_dual(
@@ -622,4 +639,161 @@ fn non_differentiable_inputs_error() {
     assert_not_differentiable(&qmm, &[f32s(&[2, 32], 3), wq, s, b], "QuantizedMatmul");
     let quant = |v: &[Array]| Ok(ops::quantize(&v[0], 32, 4)?.1);
     assert_not_differentiable(&quant, &[w], "Quantize");
+}
+
+// ----- dtypes, layouts, export ------------------------------------------------
+
+/// Cotangents of the float inputs of `f` at `inputs` cast to `dtype`, as float64.
+fn grads_in(f: Fun, inputs: &[Array], diff: &[usize], dtype: Dtype) -> Vec<Vec<f64>> {
+    let cast: Vec<Array> = inputs
+        .iter()
+        .map(|a| {
+            if a.dtype().is_float() {
+                ops::astype(a, dtype).unwrap()
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let out = f(&cast).unwrap();
+    let cot = rand(out.shape(), out.dtype(), 3);
+    vjp(f, &cast, diff, &cot)
+        .unwrap()
+        .iter()
+        .map(as_f64)
+        .collect()
+}
+
+#[test]
+fn half_precision_gradients_follow_float32() {
+    let conv2 = apply(conv(&[1, 2], &[1, 0], &[0, 1], &[1, 1], &[1, 1], 1, false));
+    let take = |v: &[Array]| ops::take_along_axis(&v[0], &v[1], Some(1));
+    let ln = |v: &[Array]| fast::layer_norm(&v[0], Some(&v[1]), Some(&v[2]), 1e-5);
+    let sort = |v: &[Array]| ops::sort(&v[0], Some(1));
+    let cases: [(Fun, Vec<Array>, Vec<usize>); 4] = [
+        (
+            &conv2,
+            vec![f32s(&[1, 4, 5, 2], 1), f32s(&[3, 2, 2, 2], 2)],
+            vec![0, 1],
+        ),
+        (
+            &take,
+            vec![f32s(&[2, 3], 3), ints(&[2, 2, 0, 1], &[2, 2])],
+            vec![0],
+        ),
+        (
+            &ln,
+            vec![f32s(&[2, 8], 4), f32s(&[8], 5), f32s(&[8], 6)],
+            vec![0, 1, 2],
+        ),
+        (&sort, vec![f32s(&[2, 5], 7)], vec![0]),
+    ];
+    for (f, inputs, diff) in &cases {
+        let want = grads_in(*f, inputs, diff, Dtype::Float32);
+        for (dtype, tol) in [(Dtype::Float16, 2e-2), (Dtype::Bfloat16, 1e-1)] {
+            for (g, w) in grads_in(*f, inputs, diff, dtype).iter().zip(&want) {
+                for (a, b) in g.iter().zip(w) {
+                    assert!(
+                        (a - b).abs() <= tol * (1.0 + b.abs()),
+                        "{dtype}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn strided_primals() {
+    // A transposed input and a broadcast weight give the same cotangents as
+    // their contiguous copies.
+    let f = apply(conv(&[2], &[1], &[1], &[1], &[1], 1, false));
+    let x = ops::transpose(&f64s(&[3, 7, 1], 1), &[2, 1, 0]).unwrap();
+    let w = ops::broadcast_to(&f64s(&[1, 3, 3], 2), &[2, 3, 3]).unwrap();
+    mlx::eval(&[x.clone(), w.clone()]).unwrap();
+    let copies = [ops::copy(&x).unwrap(), ops::copy(&w).unwrap()];
+    let cot = f64s(&[1, 4, 2], 3);
+    let strided = vjp(&f, &[x, w], &[0, 1], &cot).unwrap();
+    let contiguous = vjp(&f, &copies, &[0, 1], &cot).unwrap();
+    for (a, b) in strided.iter().zip(&contiguous) {
+        common::assert_close(a, b, 1e-12, 1e-12);
+    }
+}
+
+#[test]
+fn backward_graphs_export_and_import() {
+    // A rule builds a lazy graph, so a traced function returning a rule's
+    // cotangents exports (native and MLX formats) and replays after import.
+    let dir = std::env::temp_dir().join(format!("mlx-autodiff-ops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let backward = |p: &dyn Primitive, n_in: usize, diff: &'static [usize]| {
+        let p = p.clone_boxed();
+        move |v: &[Array]| -> Result<Vec<Array>> {
+            let outs = Array::from_primitive_multi(p.clone(), v[..n_in].to_vec())?;
+            p.vjp(&v[..n_in], &v[n_in..], diff, &outs)
+        }
+    };
+    let ln = mlx::primitives::fast::LayerNorm { eps: 1e-5 };
+    let cases: Vec<(
+        &str,
+        Box<dyn Fn(&[Array]) -> Result<Vec<Array>>>,
+        Vec<Array>,
+    )> = vec![
+        (
+            "conv",
+            Box::new(backward(
+                &conv(&[2], &[1], &[0], &[2], &[1], 2, true),
+                2,
+                &[0, 1],
+            )),
+            vec![
+                f32s(&[1, 8, 4], 1),
+                f32s(&[2, 2, 2], 2),
+                f32s(&[1, 3, 2], 3),
+            ],
+        ),
+        (
+            "layer_norm",
+            Box::new(backward(&ln, 3, &[0, 1, 2])),
+            vec![
+                f32s(&[2, 4], 4),
+                f32s(&[4], 5),
+                f32s(&[4], 6),
+                f32s(&[2, 4], 7),
+            ],
+        ),
+        (
+            "cumprod",
+            Box::new(backward(
+                &Scan {
+                    reduce_type: ScanType::Prod,
+                    axis: 0,
+                    reverse: true,
+                    inclusive: false,
+                },
+                1,
+                &[0],
+            )),
+            vec![f32s(&[5, 2], 8), f32s(&[5, 2], 9)],
+        ),
+    ];
+    for (name, f, args) in &cases {
+        let want = f(args).unwrap();
+        for format in [mlx::Format::Native, mlx::Format::Mlx] {
+            let path = dir.join(format!("{name}_{format:?}.mlxfn"));
+            let opts = mlx::ExportOptions {
+                format,
+                ..Default::default()
+            };
+            mlx::export_function(&path, f.as_ref(), args, &opts).unwrap();
+            let got = mlx::export::import_function(&path)
+                .unwrap()
+                .call(args)
+                .unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                common::assert_close(g, w, 1e-6, 1e-6);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
