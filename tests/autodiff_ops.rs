@@ -797,3 +797,59 @@ fn backward_graphs_export_and_import() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ----- whole ops, with the shape and element-wise rules around them -----------
+
+/// The model of the `model` fixture: conv → layer norm → rms norm → rope →
+/// causal attention → cumsum → scale → sort → top 3 squared, summed.
+fn model(v: &[Array]) -> Result<Array> {
+    let h = ops::conv2d(&v[0], &v[1], (2, 2), (1, 1), (1, 1), 1)?;
+    let h = fast::layer_norm(
+        &ops::reshape(&h, &[1, 16, 8])?,
+        Some(&v[2]),
+        Some(&v[3]),
+        1e-5,
+    )?;
+    let h = fast::rms_norm(&h, None, 1e-5)?;
+    let k = ops::transpose(&ops::reshape(&h, &[1, 16, 2, 4])?, &[0, 2, 1, 3])?;
+    let q = fast::rope(&k, 4, false, Some(100.0), 1.0, 0, None)?;
+    let a = fast::scaled_dot_product_attention(&q, &k, &k, 0.5, Some(fast::Mask::Causal))?;
+    let a = ops::reshape(&ops::transpose(&a, &[0, 2, 1, 3])?, &[1, 16, 8])?;
+    let a = ops::multiply(&ops::cumsum(&a, Some(1), false, true)?, &v[4])?;
+    let top = ops::slice(&ops::sort(&a, Some(-1))?, &[0, 0, 5], &[1, 16, 8], &[])?;
+    ops::sum(&ops::square(&top)?, &[], false)
+}
+
+#[test]
+fn whole_ops_match_mlx() {
+    let take1 = |v: &[Array]| ops::take(&v[0], &v[1], Some(1));
+    check_mlx("take1", &take1, 2, &[0], 1e-6, 1e-6);
+    let topk = |v: &[Array]| ops::sum(&ops::topk(&v[0], 2, Some(-1))?, &[-1], false);
+    check_mlx("topk", &topk, 1, &[0], 1e-6, 1e-6);
+    check_mlx("model", &model, 5, &[0, 1, 2, 3, 4], 2e-3, 2e-3);
+    // transforms::grad gives the same as the vjp with a unit cotangent.
+    let inputs: Vec<Array> = (0..5)
+        .map(|i| npy(&format!("autodiff_ops/model_in{i}.npy")))
+        .collect();
+    let g = transforms::grad(|v: &[Array]| Ok(vec![model(v)?]), &[1])(&inputs).unwrap();
+    let one = ops::ones(&[], Dtype::Float32).unwrap();
+    let want = vjp(&model, &inputs, &[1], &one).unwrap();
+    common::assert_close(&g[0], &want[0], 1e-6, 1e-6);
+}
+
+#[test]
+fn masked_scatter_op() {
+    // `a[mask] = v` with a mask over the leading axes (rows of v).
+    let f = |v: &[Array]| {
+        let mask = Array::from_slice(&[true, false, true], &[3]).unwrap();
+        ops::masked_scatter(&v[0], &mask, &v[1])
+    };
+    check_fd(
+        &f,
+        &[f64s(&[3, 2], 1), f64s(&[2, 2], 2)],
+        &[0, 1],
+        1e-6,
+        1e-6,
+        1e-9,
+    );
+}

@@ -5,7 +5,8 @@
 //! float32 (float64 for float64 inputs), as the forward kernels do.
 
 use super::fast::{LayerNorm, RMSNorm, RoPE, ScaledDotProductAttention};
-use super::grad_util::{linear_jvp, only_args, sum_to_shape};
+use super::grad::unbroadcast;
+use super::grad_util::{linear_jvp, only_args};
 use crate::ops as o;
 use crate::{Array, Dtype, Result};
 
@@ -55,7 +56,11 @@ impl RMSNorm {
         let gw = o::multiply(&g, &w)?;
         let t = o::multiply(&o::multiply(&x, &row_mean(&o::multiply(&gw, &x)?)?)?, &n3)?;
         let dx = o::subtract(&o::multiply(&gw, &n)?, &t)?;
-        let dw = sum_to_shape(&o::multiply(&g, &o::multiply(&x, &n)?)?, w.shape())?;
+        let dw = unbroadcast(
+            o::multiply(&g, &o::multiply(&x, &n)?)?,
+            w.shape(),
+            w.dtype(),
+        )?;
         select(vec![dx, dw], primals, argnums)
     }
 }
@@ -81,8 +86,12 @@ impl LayerNorm {
         let t1 = o::multiply(&o::multiply(&xc, &row_mean(&o::multiply(&wg, &xc)?)?)?, &n3)?;
         let t2 = o::multiply(&o::subtract(&wg, &row_mean(&wg)?)?, &n)?;
         let dx = o::subtract(&t2, &t1)?;
-        let dw = sum_to_shape(&o::multiply(&g, &o::multiply(&xc, &n)?)?, w.shape())?;
-        let db = sum_to_shape(&g, b.shape())?;
+        let dw = unbroadcast(
+            o::multiply(&g, &o::multiply(&xc, &n)?)?,
+            w.shape(),
+            w.dtype(),
+        )?;
+        let db = unbroadcast(g.clone(), b.shape(), g.dtype())?;
         select(vec![dx, dw, db], primals, argnums)
     }
 }
@@ -196,7 +205,7 @@ impl ScaledDotProductAttention {
             all.push(if m.dtype() == Dtype::Bool {
                 o::zeros_like(m)?
             } else {
-                sum_to_shape(&o::reshape(&ds, &[b, hq, lq, lk])?, m.shape())?
+                unbroadcast(o::reshape(&ds, &[b, hq, lq, lk])?, m.shape(), ds.dtype())?
             });
         }
         if let Some(ps) = p_sink {

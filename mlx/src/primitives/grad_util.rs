@@ -1,10 +1,11 @@
-//! Small helpers shared by the derivative rules of the primitive families:
-//! refusing non-differentiable inputs with the primitive's name, reducing a
-//! cotangent back to a broadcast parameter's shape, and the forward-mode
-//! rule of a primitive that is linear in some of its inputs.
+//! Helpers for the rules of the non-element-wise families (convolution,
+//! indexing, sort/scan, fast, FFT, quantized), on top of [`super::grad`]:
+//! refusing non-differentiable inputs with the primitive's name, and the
+//! forward-mode rules of primitives linear in some inputs (jointly, as a
+//! scatter, or one at a time, as a convolution).
 
-use crate::ops;
-use crate::{Array, Error, Primitive, Result};
+use super::grad;
+use crate::{ops, Array, Error, Primitive, Result};
 
 /// An error naming the primitive and the input that has no derivative.
 pub(crate) fn not_differentiable(name: &str, what: &str) -> Error {
@@ -25,42 +26,6 @@ pub(crate) fn only_args(
     }
 }
 
-/// `g` summed down to `shape`, the shape of a parameter that was broadcast
-/// against `g` (leading axes removed, size-1 axes kept).
-pub(crate) fn sum_to_shape(g: &Array, shape: &[i32]) -> Result<Array> {
-    if g.shape() == shape {
-        return Ok(g.clone());
-    }
-    let lead = g.ndim() - shape.len();
-    let mut axes: Vec<i32> = (0..lead as i32).collect();
-    for (i, &d) in shape.iter().enumerate() {
-        if d == 1 && g.shape()[lead + i] != 1 {
-            axes.push((lead + i) as i32);
-        }
-    }
-    let s = ops::sum(g, &axes, true)?;
-    ops::reshape(&s, shape)
-}
-
-/// Tangents for every input of `primals`: the given ones at `argnums`,
-/// zeros elsewhere among `linear`, the primal itself for the other inputs.
-fn substitute(
-    primals: &[Array],
-    tangents: &[Array],
-    argnums: &[usize],
-    linear: &[usize],
-) -> Result<Vec<Array>> {
-    primals
-        .iter()
-        .enumerate()
-        .map(|(i, p)| match argnums.iter().position(|&a| a == i) {
-            Some(j) => Ok(tangents[j].clone()),
-            None if linear.contains(&i) => ops::zeros_like(p),
-            None => Ok(p.clone()),
-        })
-        .collect()
-}
-
 /// Forward-mode rule of a primitive jointly linear in the inputs `linear`
 /// (the others, e.g. indices, are constants): the primitive applied to the
 /// tangents. `what` names the non-differentiable inputs.
@@ -73,8 +38,7 @@ pub(crate) fn linear_jvp(
     what: &str,
 ) -> Result<Vec<Array>> {
     only_args(p.name(), argnums, linear, what)?;
-    let inputs = substitute(primals, tangents, argnums, linear)?;
-    Array::from_primitive_multi(p.clone_boxed(), inputs)
+    grad::linear_jvp(p, primals, tangents, argnums, |i| linear.contains(&i))
 }
 
 /// Forward-mode rule of a primitive linear in each input separately (a
@@ -87,13 +51,12 @@ pub(crate) fn multilinear_jvp(
     argnums: &[usize],
 ) -> Result<Vec<Array>> {
     let mut total: Option<Array> = None;
-    for (j, &a) in argnums.iter().enumerate() {
-        let inputs = substitute(primals, &tangents[j..=j], &[a], &[])?;
-        let mut out = Array::from_primitive_multi(p.clone_boxed(), inputs)?;
-        let t = out.remove(0);
+    for (t, &a) in tangents.iter().zip(argnums) {
+        let mut out = grad::linear_jvp(p, primals, std::slice::from_ref(t), &[a], |i| i == a)?;
+        let y = out.remove(0);
         total = Some(match total {
-            Some(s) => ops::add(&s, &t)?,
-            None => t,
+            Some(s) => ops::add(&s, &y)?,
+            None => y,
         });
     }
     total

@@ -8,6 +8,7 @@ pub mod creation;
 pub mod fast;
 mod fast_grad;
 pub mod fft;
+pub(crate) mod grad;
 pub(crate) mod grad_util;
 pub mod indexing;
 pub mod linalg;
