@@ -88,3 +88,42 @@ fn fast_ops_match_mlx() {
     };
     check_mlx("sdpa_sinks", &ss, 4, &[0, 1, 2, 3], 1e-4, 1e-4);
 }
+
+#[test]
+fn fast_ops_forward_mode() {
+    // <J t, c> = <t, Jᵀ c>: the forward rules against the reverse rules,
+    // which the tests above check against finite differences and MLX.
+    let ln = |v: &[Array]| fast::layer_norm(&v[0], Some(&v[1]), Some(&v[2]), 1e-5);
+    check_dual(
+        &ln,
+        &[f32s(&[3, 6], 1), f32s(&[6], 2), f32s(&[6], 3)],
+        &[0, 1, 2],
+        1e-4,
+    );
+    let rms = |v: &[Array]| fast::rms_norm(&v[0], Some(&v[1]), 1e-5);
+    check_dual(&rms, &[f32s(&[3, 6], 4), f32s(&[6], 5)], &[0, 1], 1e-4);
+    let q = [
+        f32s(&[1, 4, 2, 3], 7),
+        f32s(&[1, 2, 3, 3], 8),
+        f32s(&[1, 2, 3, 2], 9),
+    ];
+    let mask = |v: &[Array]| {
+        fast::scaled_dot_product_attention(&v[0], &v[1], &v[2], 0.7, Some(fast::Mask::Array(&v[3])))
+    };
+    let with_mask = [
+        q[0].clone(),
+        q[1].clone(),
+        q[2].clone(),
+        f32s(&[1, 4, 2, 3], 10),
+    ];
+    check_dual(&mask, &with_mask, &[0, 1, 2, 3], 1e-4);
+    let causal = |v: &[Array]| {
+        fast::scaled_dot_product_attention(&v[0], &v[1], &v[2], 0.5, Some(fast::Mask::Causal))
+    };
+    check_dual(&causal, &q, &[0, 1, 2], 1e-4);
+    let sinks = |v: &[Array]| {
+        fast::scaled_dot_product_attention_sinks(&v[0], &v[1], &v[2], 0.5, None, Some(&v[3]))
+    };
+    let with_sinks = [q[0].clone(), q[1].clone(), q[2].clone(), f32s(&[4], 11)];
+    check_dual(&sinks, &with_sinks, &[0, 1, 2, 3], 1e-4);
+}

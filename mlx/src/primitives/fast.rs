@@ -139,6 +139,9 @@ impl Primitive for RMSNorm {
     ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
     }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        self.forward_rule(primals, tangents, argnums)
+    }
 }
 
 impl Primitive for LayerNorm {
@@ -171,6 +174,9 @@ impl Primitive for LayerNorm {
         _: &[Array],
     ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        self.forward_rule(primals, tangents, argnums)
     }
 }
 
@@ -412,5 +418,8 @@ impl Primitive for ScaledDotProductAttention {
         _: &[Array],
     ) -> Result<Vec<Array>> {
         self.rule(primals, cot, argnums)
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        self.forward_rule(primals, tangents, argnums)
     }
 }

@@ -6,7 +6,7 @@
 
 use super::fast::{LayerNorm, RMSNorm, RoPE, ScaledDotProductAttention};
 use super::grad::unbroadcast;
-use super::grad_util::{linear_jvp, only_args};
+use super::grad_util::{linear_jvp, not_differentiable, only_args};
 use crate::ops as o;
 use crate::{Array, Dtype, Result};
 
@@ -96,6 +96,70 @@ impl LayerNorm {
     }
 }
 
+/// The tangent of input `i` (zeros when it has none), in the working dtype.
+fn tangent(primals: &[Array], tangents: &[Array], argnums: &[usize], i: usize) -> Result<Array> {
+    match argnums.iter().position(|&a| a == i) {
+        Some(j) => up(&tangents[j]),
+        None => o::zeros_like(&up(&primals[i])?),
+    }
+}
+
+impl RMSNorm {
+    /// Forward mode: with n = rsqrt(mean(x²) + eps), dn = −n³ mean(x dx)
+    /// and dy = w (dx n + x dn) + x n dw.
+    pub(crate) fn forward_rule(
+        &self,
+        primals: &[Array],
+        tangents: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
+        let (x, w) = (up(&primals[0])?, up(&primals[1])?);
+        let t = |i| tangent(primals, tangents, argnums, i);
+        let (dx, dw) = (t(0)?, t(1)?);
+        let n = o::rsqrt(&o::add(
+            &row_mean(&o::square(&x)?)?,
+            &scalar(self.eps as f64, &x),
+        )?)?;
+        let n3 = o::multiply(&o::square(&n)?, &n)?;
+        let dn = o::negative(&o::multiply(&n3, &row_mean(&o::multiply(&x, &dx)?)?)?)?;
+        let inner = o::add(&o::multiply(&dx, &n)?, &o::multiply(&x, &dn)?)?;
+        let dy = o::add(
+            &o::multiply(&w, &inner)?,
+            &o::multiply(&o::multiply(&x, &n)?, &dw)?,
+        )?;
+        Ok(vec![o::cast_to(&dy, primals[0].dtype())?])
+    }
+}
+
+impl LayerNorm {
+    /// Forward mode: with xc = x − mean(x), dxc = dx − mean(dx) and
+    /// dn = −n³ mean(xc dxc), dy = w (dxc n + xc dn) + xc n dw + db.
+    pub(crate) fn forward_rule(
+        &self,
+        primals: &[Array],
+        tangents: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
+        let (x, w) = (up(&primals[0])?, up(&primals[1])?);
+        let t = |i| tangent(primals, tangents, argnums, i);
+        let (dx, dw, db) = (t(0)?, t(1)?, t(2)?);
+        let xc = o::subtract(&x, &row_mean(&x)?)?;
+        let dxc = o::subtract(&dx, &row_mean(&dx)?)?;
+        let n = o::rsqrt(&o::add(
+            &row_mean(&o::square(&xc)?)?,
+            &scalar(self.eps as f64, &x),
+        )?)?;
+        let n3 = o::multiply(&o::square(&n)?, &n)?;
+        let dn = o::negative(&o::multiply(&n3, &row_mean(&o::multiply(&xc, &dxc)?)?)?)?;
+        let inner = o::add(&o::multiply(&dxc, &n)?, &o::multiply(&xc, &dn)?)?;
+        let dy = o::add(
+            &o::multiply(&w, &inner)?,
+            &o::multiply(&o::multiply(&xc, &n)?, &dw)?,
+        )?;
+        Ok(vec![o::cast_to(&o::add(&dy, &db)?, primals[0].dtype())?])
+    }
+}
+
 impl RoPE {
     /// The rotation is orthogonal: its transpose is the inverse rotation.
     pub(crate) fn rule(
@@ -131,10 +195,90 @@ impl RoPE {
     }
 }
 
+/// The recomputed forward of an attention node: scaled queries grouped as
+/// (B, Hkv, rep, Lq, D) so that each key/value head (K, V expanded to
+/// (B, Hkv, 1, Lk, ·)) serves `rep` query heads, and the probabilities P
+/// (without the sink column, which is `p_sink`).
+struct Attn {
+    qs: Array,
+    kk: Array,
+    vv: Array,
+    p: Array,
+    p_sink: Option<Array>,
+    /// (B, Hq, Lq, D, Hkv, Lk, Dv).
+    dims: [i32; 7],
+}
+
+impl Attn {
+    /// `a` with the query heads split by key/value head, last axis `last`.
+    fn grouped(&self, a: &Array, last: i32) -> Result<Array> {
+        let [b, hq, lq, _, hkv, _, _] = self.dims;
+        o::reshape(a, &[b, hkv, hq / hkv, lq, last])
+    }
+
+    /// A per-(query head) array back to (B, Hq, Lq, last).
+    fn ungrouped(&self, a: &Array, last: i32) -> Result<Array> {
+        let [b, hq, lq, ..] = self.dims;
+        o::reshape(a, &[b, hq, lq, last])
+    }
+}
+
 impl ScaledDotProductAttention {
-    /// Recomputes the attention probabilities P (queries grouped as
-    /// (B, Hkv, rep, Lq, ·) so that each key/value head serves `rep` query
-    /// heads) and applies the softmax-attention backward:
+    fn recompute(&self, primals: &[Array]) -> Result<Attn> {
+        let (q, k, v) = (up(&primals[0])?, up(&primals[1])?, up(&primals[2])?);
+        let (b, hq, lq, d) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+        let (hkv, lk, dv) = (k.shape()[1], k.shape()[2], v.shape()[3]);
+        let mut at = Attn {
+            qs: q.clone(),
+            kk: o::expand_dims(&k, &[2])?,
+            vv: o::expand_dims(&v, &[2])?,
+            p: q.clone(),
+            p_sink: None,
+            dims: [b, hq, lq, d, hkv, lk, dv],
+        };
+        at.qs = at.grouped(&o::multiply(&q, &scalar(self.scale as f64, &q))?, d)?;
+        let mut s = o::matmul(&at.qs, &o::swapaxes(&at.kk, -1, -2)?)?;
+        let lowest = scalar(-f32::MAX as f64, &s);
+        if let Some(i) = self.mask_index(primals.len()) {
+            let m = &primals[i];
+            let full = at.grouped(&o::broadcast_to(m, &[b, hq, lq, lk])?, lk)?;
+            s = if m.dtype() == Dtype::Bool {
+                o::where_(&full, &s, &lowest)?
+            } else {
+                o::add(&s, &up(&full)?)?
+            };
+        }
+        if self.do_causal {
+            let qi = o::arange((lk - lq) as f64, lk as f64, 1.0, Dtype::Int32)?;
+            let ki = o::arange(0.0, lk as f64, 1.0, Dtype::Int32)?;
+            let keep = o::greater_equal(&o::reshape(&qi, &[lq, 1])?, &o::reshape(&ki, &[1, lk])?)?;
+            s = o::where_(&keep, &s, &lowest)?;
+        }
+        if self.has_sinks {
+            let col = self.sink_column(&at, primals.last().expect("sinks"))?;
+            s = o::concatenate(&[col, s], -1)?;
+        }
+        let p = o::softmax(&s, &[-1], true)?;
+        if self.has_sinks {
+            let cut = |lo: i32, hi: i32| {
+                o::slice(&p, &[0, 0, 0, 0, lo], &[b, hkv, hq / hkv, lq, hi], &[])
+            };
+            at.p_sink = Some(cut(0, 1)?);
+            at.p = cut(1, lk + 1)?;
+        } else {
+            at.p = p;
+        }
+        Ok(at)
+    }
+
+    /// Per-head sink values (Hq,) as the extra score column (B, Hkv, rep, Lq, 1).
+    fn sink_column(&self, at: &Attn, sinks: &Array) -> Result<Array> {
+        let [b, hq, lq, _, hkv, _, _] = at.dims;
+        let s = o::reshape(&up(sinks)?, &[1, hkv, hq / hkv, 1, 1])?;
+        o::broadcast_to(&s, &[b, hkv, hq / hkv, lq, 1])
+    }
+
+    /// The softmax-attention backward on the recomputed P:
     /// dV = Pᵀ dO, dS = P ⊙ (dO Vᵀ − rowsum(dO Vᵀ ⊙ P) + dlse),
     /// dQ = scale · dS K, dK = dSᵀ (scale · Q); an additive mask gets dS,
     /// the sinks −Σ P_sink ⊙ (rowsum − dlse).
@@ -144,74 +288,89 @@ impl ScaledDotProductAttention {
         cot: &[Array],
         argnums: &[usize],
     ) -> Result<Vec<Array>> {
-        let (q, k, v) = (up(&primals[0])?, up(&primals[1])?, up(&primals[2])?);
-        let (b, hq, lq, d) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
-        let (hkv, lk, dv) = (k.shape()[1], k.shape()[2], v.shape()[3]);
-        let rep = hq / hkv;
-        let grouped = |a: &Array, last: i32| o::reshape(a, &[b, hkv, rep, lq, last]);
-        let qs = grouped(&o::multiply(&q, &scalar(self.scale as f64, &q))?, d)?;
-        let kk = o::expand_dims(&k, &[2])?;
-        let vv = o::expand_dims(&v, &[2])?;
-        let mut s = o::matmul(&qs, &o::swapaxes(&kk, -1, -2)?)?;
-        let lowest = scalar(-f32::MAX as f64, &s);
-        let mask = self.mask_index(primals.len()).map(|i| &primals[i]);
-        if let Some(m) = mask {
-            let full = o::reshape(
-                &o::broadcast_to(m, &[b, hq, lq, lk])?,
-                &[b, hkv, rep, lq, lk],
-            )?;
-            s = if m.dtype() == Dtype::Bool {
-                o::where_(&full, &s, &lowest)?
-            } else {
-                o::add(&s, &up(&full)?)?
-            };
-        }
-        if self.do_causal {
-            let qi = o::reshape(
-                &o::arange((lk - lq) as f64, lk as f64, 1.0, Dtype::Int32)?,
-                &[lq, 1],
-            )?;
-            let ki = o::reshape(&o::arange(0.0, lk as f64, 1.0, Dtype::Int32)?, &[1, lk])?;
-            s = o::where_(&o::greater_equal(&qi, &ki)?, &s, &lowest)?;
-        }
-        if self.has_sinks {
-            let sinks = up(primals.last().expect("sinks"))?;
-            let col = o::broadcast_to(
-                &o::reshape(&sinks, &[1, hkv, rep, 1, 1])?,
-                &[b, hkv, rep, lq, 1],
-            )?;
-            s = o::concatenate(&[col, s], -1)?;
-        }
-        let mut p = o::softmax(&s, &[-1], true)?;
-        let mut p_sink = None;
-        if self.has_sinks {
-            let at =
-                |lo: i32, hi: i32| o::slice(&p, &[0, 0, 0, 0, lo], &[b, hkv, rep, lq, hi], &[]);
-            let (sink, rest) = (at(0, 1)?, at(1, lk + 1)?);
-            (p_sink, p) = (Some(sink), rest);
-        }
-        let d_o = grouped(&up(&cot[0])?, dv)?;
-        let dv_ = o::sum(&o::matmul(&o::swapaxes(&p, -1, -2)?, &d_o)?, &[2], false)?;
-        let dp = o::matmul(&d_o, &o::swapaxes(&vv, -1, -2)?)?;
-        let mut r = o::sum(&o::multiply(&dp, &p)?, &[-1], true)?;
+        let at = self.recompute(primals)?;
+        let [_, hq, _, d, _, lk, dv] = at.dims;
+        let p = &at.p;
+        let d_o = at.grouped(&up(&cot[0])?, dv)?;
+        let dv_ = o::sum(&o::matmul(&o::swapaxes(p, -1, -2)?, &d_o)?, &[2], false)?;
+        let dp = o::matmul(&d_o, &o::swapaxes(&at.vv, -1, -2)?)?;
+        let mut r = o::sum(&o::multiply(&dp, p)?, &[-1], true)?;
         if let Some(dl) = cot.get(1) {
-            r = o::subtract(&r, &grouped(&up(dl)?, 1)?)?;
+            r = o::subtract(&r, &at.grouped(&up(dl)?, 1)?)?;
         }
-        let ds = o::multiply(&p, &o::subtract(&dp, &r)?)?;
-        let dq = o::multiply(&o::matmul(&ds, &kk)?, &scalar(self.scale as f64, &ds))?;
-        let dk = o::sum(&o::matmul(&o::swapaxes(&ds, -1, -2)?, &qs)?, &[2], false)?;
-        let mut all = vec![o::reshape(&dq, &[b, hq, lq, d])?, dk, dv_];
-        if let Some(m) = mask {
+        let ds = o::multiply(p, &o::subtract(&dp, &r)?)?;
+        let dq = o::multiply(&o::matmul(&ds, &at.kk)?, &scalar(self.scale as f64, &ds))?;
+        let dk = o::sum(&o::matmul(&o::swapaxes(&ds, -1, -2)?, &at.qs)?, &[2], false)?;
+        let mut all = vec![at.ungrouped(&dq, d)?, dk, dv_];
+        if let Some(i) = self.mask_index(primals.len()) {
+            let m = &primals[i];
             all.push(if m.dtype() == Dtype::Bool {
                 o::zeros_like(m)?
             } else {
-                unbroadcast(o::reshape(&ds, &[b, hq, lq, lk])?, m.shape(), ds.dtype())?
+                unbroadcast(at.ungrouped(&ds, lk)?, m.shape(), ds.dtype())?
             });
         }
-        if let Some(ps) = p_sink {
-            let g = o::sum(&o::multiply(&ps, &r)?, &[0, 3, 4], false)?;
+        if let Some(ps) = &at.p_sink {
+            let g = o::sum(&o::multiply(ps, &r)?, &[0, 3, 4], false)?;
             all.push(o::negative(&o::reshape(&g, &[hq])?)?);
         }
         select(all, primals, argnums)
+    }
+
+    /// Forward mode: the score tangent dS (from q, k and an additive mask),
+    /// dP = P ⊙ (dS − Σ P dS − P_sink dsink), dO = dP V + P dV; the
+    /// log-sum-exp output moves by Σ P dS + P_sink dsink.
+    pub(crate) fn forward_rule(
+        &self,
+        primals: &[Array],
+        tangents: &[Array],
+        argnums: &[usize],
+    ) -> Result<Vec<Array>> {
+        let mask = self.mask_index(primals.len());
+        if let Some(i) = mask.filter(|&i| primals[i].dtype() == Dtype::Bool && argnums.contains(&i))
+        {
+            let what = format!("its bool mask (input {i})");
+            return Err(not_differentiable("ScaledDotProductAttention", &what));
+        }
+        let at = self.recompute(primals)?;
+        let [b, hq, lq, d, _, lk, dv] = at.dims;
+        let tan = |i: usize| -> Result<Option<Array>> {
+            argnums
+                .iter()
+                .position(|&a| a == i)
+                .map(|j| up(&tangents[j]))
+                .transpose()
+        };
+        let mut ds = o::zeros_like(&at.p)?;
+        if let Some(tq) = tan(0)? {
+            let tq = at.grouped(&o::multiply(&tq, &scalar(self.scale as f64, &tq))?, d)?;
+            ds = o::add(&ds, &o::matmul(&tq, &o::swapaxes(&at.kk, -1, -2)?)?)?;
+        }
+        if let Some(tk) = tan(1)? {
+            let tk = o::swapaxes(&o::expand_dims(&tk, &[2])?, -1, -2)?;
+            ds = o::add(&ds, &o::matmul(&at.qs, &tk)?)?;
+        }
+        if let Some(tm) = mask.map(tan).transpose()?.flatten() {
+            ds = o::add(
+                &ds,
+                &at.grouped(&o::broadcast_to(&tm, &[b, hq, lq, lk])?, lk)?,
+            )?;
+        }
+        let mut mean = o::sum(&o::multiply(&at.p, &ds)?, &[-1], true)?;
+        if let Some(ps) = &at.p_sink {
+            if let Some(ts) = tan(primals.len() - 1)? {
+                mean = o::add(&mean, &o::multiply(ps, &self.sink_column(&at, &ts)?)?)?;
+            }
+        }
+        let dp = o::multiply(&at.p, &o::subtract(&ds, &mean)?)?;
+        let mut d_o = o::matmul(&dp, &at.vv)?;
+        if let Some(tv) = tan(2)? {
+            d_o = o::add(&d_o, &o::matmul(&at.p, &o::expand_dims(&tv, &[2])?)?)?;
+        }
+        let mut outs = vec![o::cast_to(&at.ungrouped(&d_o, dv)?, primals[0].dtype())?];
+        if self.output_logsumexp {
+            outs.push(o::cast_to(&at.ungrouped(&mean, 1)?, Dtype::Float32)?);
+        }
+        Ok(outs)
     }
 }
