@@ -6,8 +6,9 @@
 //! same finite difference on the right. Inputs come contiguous, transposed
 //! (strided views) and pending (lazy), and several cases broadcast.
 
+use mlx::primitives::shape::{Broadcast, BroadcastAxes};
 use mlx::transforms::{grad, jvp, value_and_grad, vjp};
-use mlx::{ops, Array, Dtype, Error, Result};
+use mlx::{ops, Array, Complex64, Dtype, Error, Result};
 
 /// A small deterministic generator (no dependency, same values every run).
 struct Rng(u64);
@@ -54,13 +55,16 @@ fn make(vals: &[f64], shape: &[i32], layout: Layout) -> Array {
     }
 }
 
+/// The function a case differentiates.
+type CaseFn = dyn Fn(&[Array]) -> Result<Array>;
+
 /// One test case: a function of float64 arrays with input shapes and the
 /// range the inputs are drawn from (chosen away from kinks and poles).
 struct Case {
     name: &'static str,
     shapes: Vec<Vec<i32>>,
     range: (f64, f64),
-    f: Box<dyn Fn(&[Array]) -> Result<Array>>,
+    f: Box<CaseFn>,
     /// Step and tolerance (functions computed in float32 inside need more).
     h: f64,
     tol: f64,
@@ -487,6 +491,29 @@ fn shape_rules_match_finite_differences() {
         case("copy", &[&[3, 4]], (-2.0, 2.0), |x| {
             ops::copy(&ops::square(&x[0])?)
         }),
+        case("full", &[&[3]], (-2.0, 2.0), |x| {
+            ops::full(&[2, 3], &x[0], None)
+        }),
+        case(
+            "broadcast against a donor",
+            &[&[3, 1], &[4]],
+            (-2.0, 2.0),
+            |x| {
+                let p = Broadcast { shape: vec![3, 4] };
+                Array::from_primitive(p, vec![x[0].clone(), x[1].clone()])
+            },
+        ),
+        case(
+            "broadcast_axes",
+            &[&[1, 3, 4], &[5, 2, 2]],
+            (-2.0, 2.0),
+            |x| {
+                let p = BroadcastAxes {
+                    ignore_axes: vec![-2, -1],
+                };
+                Array::from_primitive(p, vec![x[0].clone(), x[1].clone()])
+            },
+        ),
         case("as_strided", &[&[3, 4]], (-2.0, 2.0), |x| {
             // Overlapping windows: some positions are read twice.
             ops::as_strided(&x[0], &[5, 3], &[2, 1], 1)
@@ -550,7 +577,7 @@ fn non_differentiable_primitives_name_themselves() {
             false,
         )?])
     };
-    let err = grad(f, &[0])(&[x.clone()]).unwrap_err();
+    let err = grad(f, &[0])(std::slice::from_ref(&x)).unwrap_err();
     assert!(
         matches!(&err, Error::NotDifferentiable(n) if n == "FloorDivide"),
         "{err}"
@@ -569,7 +596,7 @@ fn forward_mode_of_max_update_is_an_error_naming_slice_update() {
         let u = Array::from_slice(&[9.0f32, 0.0], &[2])?;
         Ok(vec![ops::slice_update_max(&a[0], &u, &[1], &[3], &[])?])
     };
-    let err = jvp(f, &[x.clone()], &[x]).unwrap_err();
+    let err = jvp(f, std::slice::from_ref(&x), std::slice::from_ref(&x)).unwrap_err();
     assert!(err.to_string().contains("SliceUpdate"), "{err}");
 }
 
@@ -632,7 +659,7 @@ fn gradient_of_a_pending_primal_does_not_evaluate_it_early() {
     let base = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
     let x = ops::multiply(&base, &Array::scalar(2.0f32)).unwrap();
     let f = |a: &[Array]| Ok(vec![ops::sum(&ops::square(&a[0])?, &[], false)?]);
-    let g = grad(f, &[0])(&[x.clone()]).unwrap();
+    let g = grad(f, &[0])(std::slice::from_ref(&x)).unwrap();
     assert!(!x.is_ready(), "grad evaluated its primal");
     assert_eq!(g[0].to_vec::<f32>().unwrap(), vec![4.0, 8.0, 12.0]);
 }
@@ -649,7 +676,100 @@ fn stop_gradient_cuts_the_gradient() {
         )?;
         Ok(vec![ops::sum(&y, &[], false)?])
     };
-    assert_eq!(vals(&grad(f, &[0])(&[x.clone()]).unwrap()[0]), vec![3.0; 3]);
+    assert_eq!(
+        vals(&grad(f, &[0])(std::slice::from_ref(&x)).unwrap()[0]),
+        vec![3.0; 3]
+    );
     let t = Array::from_slice(&[1.0f64, 1.0, 1.0], &[3]).unwrap();
     assert_eq!(vals(&jvp(f, &[x], &[t]).unwrap().1[0]), vec![9.0]);
+}
+
+#[test]
+fn gradients_keep_each_float_dtype() {
+    // d/dx sum(x sigmoid(x) + x^2) = s + x s (1 - s) + 2x.
+    let xs = [0.5f64, -1.0, 2.0, 0.25];
+    let want: Vec<f64> = xs
+        .iter()
+        .map(|&x| {
+            let s = 1.0 / (1.0 + (-x).exp());
+            s + x * s * (1.0 - s) + 2.0 * x
+        })
+        .collect();
+    let f = |a: &[Array]| {
+        let y = ops::add(
+            &ops::multiply(&a[0], &ops::sigmoid(&a[0])?)?,
+            &ops::square(&a[0])?,
+        )?;
+        Ok(vec![ops::sum(&y, &[], false)?])
+    };
+    for (dtype, tol) in [
+        (Dtype::Float64, 1e-6),
+        (Dtype::Float32, 1e-5),
+        (Dtype::Float16, 2e-2),
+        (Dtype::Bfloat16, 5e-2),
+    ] {
+        let x = ops::astype(&Array::from_slice(&xs, &[4]).unwrap(), dtype).unwrap();
+        let g = grad(f, &[0])(&[x]).unwrap();
+        assert_eq!(g[0].dtype(), dtype);
+        let got = vals(&ops::astype(&g[0], Dtype::Float64).unwrap());
+        for (a, b) in got.iter().zip(&want) {
+            assert!(
+                (a - b).abs() <= tol * (1.0 + b.abs()),
+                "{dtype}: {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn complex_parts_pull_back_into_the_complex_plane() {
+    // f(z) = sum(2 re(z) + 3 im(z) + re(conj(z) * w)): the gradient (MLX's
+    // convention, df/dre + i df/dim) is 2 + 3i + w.
+    let z = Array::from_slice(
+        &[Complex64::new(1.0, 2.0), Complex64::new(-0.5, 0.25)],
+        &[2],
+    )
+    .unwrap();
+    let w = Complex64::new(0.5, -1.0);
+    let f = move |a: &[Array]| {
+        let re = ops::multiply(&ops::real(&a[0])?, &Array::scalar(2.0f32))?;
+        let im = ops::multiply(&ops::imag(&a[0])?, &Array::scalar(3.0f32))?;
+        let cw = ops::real(&ops::multiply(&ops::conjugate(&a[0])?, &Array::scalar(w))?)?;
+        Ok(vec![ops::sum(
+            &ops::add(&ops::add(&re, &im)?, &cw)?,
+            &[],
+            false,
+        )?])
+    };
+    let g = grad(f, &[0])(&[z]).unwrap();
+    assert_eq!(g[0].dtype(), Dtype::Complex64);
+    for v in g[0].to_vec::<Complex64>().unwrap() {
+        assert!((v - Complex64::new(2.5, 2.0)).norm() < 1e-6, "{v}");
+    }
+}
+
+#[test]
+fn bad_cotangents_and_arguments_are_errors() {
+    let x = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    let f = |a: &[Array]| Ok(vec![ops::square(&a[0])?]);
+    let err = vjp(f, std::slice::from_ref(&x), &[]).unwrap_err();
+    assert!(
+        err.to_string().contains("0 cotangents for 1 outputs"),
+        "{err}"
+    );
+    let wrong = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let err = vjp(f, std::slice::from_ref(&x), std::slice::from_ref(&wrong)).unwrap_err();
+    assert!(
+        err.to_string().contains("[3]") && err.to_string().contains("[2]"),
+        "{err}"
+    );
+    let err = jvp(f, std::slice::from_ref(&x), &[wrong]).unwrap_err();
+    assert!(err.to_string().contains("tangent of shape [3]"), "{err}");
+    let err = grad(f, &[0])(std::slice::from_ref(&x)).unwrap_err();
+    assert!(err.to_string().contains("must be a scalar"), "{err}");
+    let err = grad(f, &[1])(&[x]).unwrap_err();
+    assert!(
+        err.to_string().contains("argnum 1 is out of range"),
+        "{err}"
+    );
 }

@@ -198,7 +198,13 @@ fn gradient_inside_a_trace_of_a_computed_primal() {
     };
     let x = Array::from_slice(&[1.0f32, -2.0], &[2]).unwrap();
     let path = temp("inner_grad.mlxfn");
-    mlx::export_function(&path, f, &[x.clone()], &ExportOptions::default()).unwrap();
+    mlx::export_function(
+        &path,
+        f,
+        std::slice::from_ref(&x),
+        &ExportOptions::default(),
+    )
+    .unwrap();
     let out = mlx::import_function(&path).unwrap().call(&[x]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![6.0, -12.0]);
 }
