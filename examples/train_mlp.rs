@@ -34,7 +34,7 @@ impl Mlp {
     /// Layers drawn in order from the global random key (as MLX's `MLP`).
     pub fn new(num_layers: usize, input_dim: i32, hidden_dim: i32, output_dim: i32) -> Result<Mlp> {
         let mut sizes = vec![input_dim];
-        sizes.extend(std::iter::repeat_n(hidden_dim, num_layers));
+        sizes.extend(vec![hidden_dim; num_layers]);
         sizes.push(output_dim);
         let layers = sizes
             .windows(2)

@@ -52,7 +52,7 @@ pub fn cross_entropy(
     targets: &Array,
     weights: Option<&Array>,
     axis: i32,
-    label_smoothing: f32,
+    label_smoothing: f64,
     reduction: Reduction,
 ) -> Result<Array> {
     let op = "cross_entropy";
@@ -99,7 +99,7 @@ pub fn cross_entropy(
     };
     let lse = logsumexp(&logits, &[ax], false)?;
     let loss = if label_smoothing > 0.0 {
-        let ls = label_smoothing as f64;
+        let ls = label_smoothing;
         let adjusted = multiply(&scalar_like(&score, 1.0 - ls), &score)?;
         let mean_logits = mean(&logits, &[ax], false)?;
         let smoothed = multiply(&negative(&mean_logits)?, &scalar_like(&mean_logits, ls))?;

@@ -13,18 +13,18 @@ use crate::{Array, Error, Result};
 #[derive(Clone, Debug)]
 pub struct Adam {
     /// λ, the initial value of the state's `learning_rate`.
-    pub learning_rate: f32,
+    pub learning_rate: f64,
     /// (β₁, β₂), each in [0, 1).
-    pub betas: (f32, f32),
+    pub betas: (f64, f64),
     /// ε added to the denominator.
-    pub eps: f32,
+    pub eps: f64,
     /// Divide the moments by `1 − βᵗ` (MLX's default: off).
     pub bias_correction: bool,
 }
 
 impl Adam {
     /// MLX's defaults: betas (0.9, 0.999), eps 1e-8, no bias correction.
-    pub fn new(learning_rate: f32) -> Adam {
+    pub fn new(learning_rate: f64) -> Adam {
         Adam {
             learning_rate,
             betas: (0.9, 0.999),
@@ -61,7 +61,7 @@ impl Adam {
     ) -> Result<(Array, Parameters)> {
         let g = gradient;
         let lr = lr_as(&ctx.learning_rate, g.dtype())?;
-        let (b1, b2) = (self.betas.0 as f64, self.betas.1 as f64);
+        let (b1, b2) = (self.betas.0, self.betas.1);
         let m = slots.require("Adam", "m")?;
         let v = slots.require("Adam", "v")?;
         let m = add(
@@ -73,7 +73,7 @@ impl Adam {
             &multiply(&scalar_like(v, b2), v)?,
             &multiply(&scalar_like(&sq, 1.0 - b2), &sq)?,
         )?;
-        let eps = self.eps as f64;
+        let eps = self.eps;
         let new_p = if self.bias_correction {
             // 1 − βᵗ with β a float32 scalar and t the uint64 step.
             let one_minus_pow = |b: f64| -> Result<Array> {
@@ -107,7 +107,7 @@ fn init_moments(parameter: &Array) -> Result<Parameters> {
 }
 
 impl Optimizer for Adam {
-    fn learning_rate(&self) -> f32 {
+    fn learning_rate(&self) -> f64 {
         self.learning_rate
     }
 
@@ -134,12 +134,12 @@ pub struct AdamW {
     /// The Adam part (learning rate, betas, eps, bias correction).
     pub adam: Adam,
     /// wd (MLX's default 0.01).
-    pub weight_decay: f32,
+    pub weight_decay: f64,
 }
 
 impl AdamW {
     /// MLX's defaults: Adam's, plus weight decay 0.01.
-    pub fn new(learning_rate: f32) -> AdamW {
+    pub fn new(learning_rate: f64) -> AdamW {
         AdamW {
             adam: Adam::new(learning_rate),
             weight_decay: 0.01,
@@ -148,7 +148,7 @@ impl AdamW {
 }
 
 impl Optimizer for AdamW {
-    fn learning_rate(&self) -> f32 {
+    fn learning_rate(&self) -> f64 {
         self.adam.learning_rate
     }
 
@@ -165,7 +165,7 @@ impl Optimizer for AdamW {
     ) -> Result<(Array, Parameters)> {
         self.adam.check("AdamW")?;
         let lr = lr_as(&ctx.learning_rate, gradient.dtype())?;
-        let decay = multiply(&lr, &scalar_like(&lr, self.weight_decay as f64))?;
+        let decay = multiply(&lr, &scalar_like(&lr, self.weight_decay))?;
         let keep = subtract(&scalar_like(&decay, 1.0), &decay)?;
         let decayed = multiply(parameter, &keep)?;
         self.adam.update(gradient, &decayed, slots, ctx)

@@ -31,7 +31,7 @@ pub struct StepContext {
 /// An update rule applied parameter by parameter, as MLX's `Optimizer`.
 pub trait Optimizer {
     /// The learning rate the state starts with.
-    fn learning_rate(&self) -> f32;
+    fn learning_rate(&self) -> f64;
 
     /// The slots of one parameter's state (e.g. `[("v", zeros)]`), in the
     /// order MLX creates them.
@@ -51,7 +51,7 @@ pub trait Optimizer {
     fn init(&self, params: &Parameters) -> Result<Parameters> {
         let mut state = Parameters::new();
         state.insert("step", Array::scalar(0u64));
-        state.insert("learning_rate", Array::scalar(self.learning_rate()));
+        state.insert("learning_rate", Array::scalar(self.learning_rate() as f32));
         for (name, p) in params {
             state.extend_prefixed(name, self.init_single(p)?);
         }
@@ -76,7 +76,7 @@ pub trait Optimizer {
         let step = add(&step, &scalar_like(&step, 1.0))?;
         let learning_rate = match state.get("learning_rate") {
             Some(lr) => lr.clone(),
-            None => Array::scalar(self.learning_rate()),
+            None => Array::scalar(self.learning_rate() as f32),
         };
         let mut new_state = state.clone();
         new_state.insert("step", step.clone());

@@ -11,20 +11,20 @@ use crate::{Array, Error, Result};
 #[derive(Clone, Debug)]
 pub struct SGD {
     /// λ, the initial value of the state's `learning_rate`.
-    pub learning_rate: f32,
+    pub learning_rate: f64,
     /// μ (0 disables momentum).
-    pub momentum: f32,
+    pub momentum: f64,
     /// L2 penalty added to the gradient.
-    pub weight_decay: f32,
+    pub weight_decay: f64,
     /// τ, dampening of the momentum.
-    pub dampening: f32,
+    pub dampening: f64,
     /// Nesterov momentum (needs momentum > 0 and no dampening).
     pub nesterov: bool,
 }
 
 impl SGD {
     /// Plain SGD: no momentum, weight decay or dampening (MLX's defaults).
-    pub fn new(learning_rate: f32) -> SGD {
+    pub fn new(learning_rate: f64) -> SGD {
         SGD {
             learning_rate,
             momentum: 0.0,
@@ -49,7 +49,7 @@ impl SGD {
 }
 
 impl Optimizer for SGD {
-    fn learning_rate(&self) -> f32 {
+    fn learning_rate(&self) -> f64 {
         self.learning_rate
     }
 
@@ -70,7 +70,7 @@ impl Optimizer for SGD {
         self.check()?;
         let mut g = gradient.clone();
         if self.weight_decay != 0.0 {
-            let decay = multiply(&scalar_like(parameter, self.weight_decay as f64), parameter)?;
+            let decay = multiply(&scalar_like(parameter, self.weight_decay), parameter)?;
             g = add(&g, &decay)?;
         }
         let lr = lr_as(&ctx.learning_rate, g.dtype())?;
@@ -79,10 +79,10 @@ impl Optimizer for SGD {
             return Ok((p, slots.clone()));
         }
         let v = slots.require("SGD", "v")?;
-        let mom = self.momentum as f64;
+        let mom = self.momentum;
         let v = multiply(&scalar_like(v, mom), v)?;
         let v = if self.dampening > 0.0 {
-            let kept = 1.0 - self.dampening as f64;
+            let kept = 1.0 - self.dampening;
             add(&v, &multiply(&scalar_like(&g, kept), &g)?)?
         } else {
             add(&v, &g)?
