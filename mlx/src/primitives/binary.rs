@@ -5,6 +5,7 @@
 //! `x % 0 = x` for integers, NaN in the first operand of max/min wins.
 
 use super::expect_inputs;
+use super::grad::{constant, elementwise_rules, Partial};
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::elementwise::{binary, ternary};
 use crate::backend::cpu::math::complex;
@@ -12,7 +13,7 @@ use crate::backend::cpu::num::{Float, Int, Num};
 use crate::buffer::Buffer;
 use crate::primitive::Spec;
 use crate::primitives::shape::broadcast_view;
-use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
+use crate::{dispatch_dtype, ops, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
 
 /// Output spec of a binary op: broadcast shape; `out` dtype or the input's.
@@ -58,7 +59,7 @@ pub(crate) fn broadcast_inputs(inputs: &[Array], out: &Spec) -> Result<(Array, A
 
 /// Defines a binary primitive whose kernel is a [`Num`] method, for every dtype.
 macro_rules! num_binary {
-    ($(#[$doc:meta])* $name:ident, $f:ident) => {
+    ($(#[$doc:meta])* $name:ident, $f:ident, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         pub struct $name {}
@@ -71,35 +72,54 @@ macro_rules! num_binary {
                 let (a, b) = broadcast_inputs(inputs, &out[0])?;
                 Ok(vec![dispatch_dtype!(out[0].dtype, T => binary::<T, T>(&a, &b, &out[0], <T as Num>::$f)?)])
             }
+            elementwise_rules!($partial);
         }
     };
 }
 
 num_binary!(
     /// `a + b` (integers wrap; bool: or).
-    Add, add
+    Add, add, |_, _, _, _| Ok(Partial::One)
 );
 num_binary!(
     /// `a - b`.
-    Subtract, sub
+    Subtract, sub, |_, i, _, _| Ok(if i == 0 { Partial::One } else { Partial::MinusOne })
 );
 num_binary!(
     /// `a * b`.
-    Multiply, mul
+    Multiply, mul, |_, i, x, _| Ok(Partial::Times(x[1 - i].clone()))
 );
 num_binary!(
     /// `a / b` (true division; ops cast integers to float first; an integer
     /// division by zero gives 0).
-    Divide, div
+    Divide, div, |_, i, x, _| Ok(if i == 0 {
+        Partial::Over(x[1].clone())
+    } else {
+        // d(a/b)/db = -a / b^2
+        Partial::Times(ops::negative(&ops::divide(&x[0], &ops::square(&x[1])?)?)?)
+    })
 );
 num_binary!(
     /// Element-wise maximum: `a` if it is NaN or larger, else `b`.
-    Maximum, max
+    Maximum, max, |_, i, x, _| selected(i, x, ops::greater, ops::less_equal)
 );
 num_binary!(
     /// Element-wise minimum: `a` if it is NaN or smaller, else `b`.
-    Minimum, min
+    Minimum, min, |_, i, x, _| selected(i, x, ops::less, ops::greater_equal)
 );
+
+/// The partial of maximum/minimum: the mask of positions where input `i`
+/// is the one selected (`first` for input 0, `second` for input 1; ties go
+/// to the second input, as in MLX).
+fn selected(
+    i: usize,
+    x: &[Array],
+    first: fn(&Array, &Array) -> Result<Array>,
+    second: fn(&Array, &Array) -> Result<Array>,
+) -> Result<Partial> {
+    let f = if i == 0 { first } else { second };
+    Ok(Partial::Times(f(&x[0], &x[1])?))
+}
 
 /// Applies one of three kernels by dtype class: integers and bool, real
 /// floats, complex (`None`: unsupported). The kernels are passed as
@@ -212,6 +232,12 @@ impl Primitive for Remainder {
             int: Int::rem, float: Float::py_rem, complex: None)?;
         Ok(vec![d])
     }
+    // a % b = a - floor(a / b) * b: the quotient is piecewise constant.
+    elementwise_rules!(|_, i, x, _| Ok(if i == 0 {
+        Partial::One
+    } else {
+        Partial::Times(ops::negative(&ops::floor(&ops::divide(&x[0], &x[1])?)?)?)
+    }));
 }
 
 /// `a^b`: integer powers by repeated squaring (negative exponents give 0),
@@ -231,6 +257,15 @@ impl Primitive for Power {
             complex: Some(complex::pow))?;
         Ok(vec![d])
     }
+    elementwise_rules!(|_, i, x, y| Ok(Partial::Times(if i == 0 {
+        // b * a^(b - 1)
+        let b1 = ops::subtract(&x[1], &constant(1.0, &x[1]))?;
+        ops::multiply(&ops::power(&x[0], &b1)?, &x[1])?
+    } else {
+        // log(a) * a^b, and 0 where a^b is 0 (0 * log 0 -> 0).
+        let d = ops::multiply(&ops::log(&x[0])?, y)?;
+        ops::where_(y, &d, &constant(0.0, &d))?
+    })));
 }
 
 /// `atan2(a, b)` for real floats (libm).
@@ -254,6 +289,12 @@ impl Primitive for ArcTan2 {
             complex: None)?;
         Ok(vec![d])
     }
+    // d atan2(a, b) = (b da - a db) / (a^2 + b^2)
+    elementwise_rules!(|_, i, x, _| {
+        let r = ops::add(&ops::square(&x[0])?, &ops::square(&x[1])?)?;
+        let num = if i == 0 { x[1].clone() } else { ops::negative(&x[0])? };
+        Ok(Partial::Times(ops::divide(&num, &r)?))
+    });
 }
 
 /// `log(e^a + e^b)` computed as `max + log1p(exp(min - max))` with MLX's exp.
@@ -287,6 +328,11 @@ impl Primitive for LogAddExp {
             complex: Some(complex_logaddexp))?;
         Ok(vec![d])
     }
+    // The weights of each input: sigmoid(a - b) and sigmoid(b - a).
+    elementwise_rules!(|_, i, x, _| {
+        let (p, q) = if i == 0 { (&x[0], &x[1]) } else { (&x[1], &x[0]) };
+        Ok(Partial::Times(ops::sigmoid(&ops::subtract(p, q)?)?))
+    });
 }
 
 crate::state_enum! {
@@ -370,6 +416,7 @@ impl Primitive for BitwiseBinary {
         }?;
         Ok(vec![d])
     }
+    elementwise_rules!(zero);
 }
 
 /// Defines a primitive with a bool output from `|x, y| expr` over every dtype.
@@ -391,6 +438,7 @@ macro_rules! bool_binary {
                     binary::<T, bool>(&a, &b, &out[0], f)?
                 })])
             }
+            elementwise_rules!(zero);
         }
     };
 }
@@ -446,6 +494,7 @@ impl Primitive for Equal {
             binary::<T, bool>(&a, &b, &out[0], f)?
         })])
     }
+    elementwise_rules!(zero);
 }
 
 /// Quotient and remainder at once (two outputs): floor division and the
@@ -502,6 +551,7 @@ impl Primitive for DivMod {
         };
         Ok(vec![q, r])
     }
+    elementwise_rules!(zero);
 }
 
 /// `cond ? a : b` element-wise; inputs (bool condition, a, b) broadcast.
@@ -530,4 +580,9 @@ impl Primitive for Select {
             dispatch_dtype!(o.dtype, T => ternary::<bool, T, T>(&c, &a, &b, o, |c, x, y| if c { x } else { y })?),
         ])
     }
+    elementwise_rules!(|_, i, x, _| Ok(match i {
+        0 => Partial::Zero,
+        1 => Partial::Times(x[0].clone()),
+        _ => Partial::Times(ops::logical_not(&x[0])?),
+    }));
 }

@@ -32,6 +32,10 @@ impl Primitive for Full {
             dispatch_dtype!(a.dtype(), T => materialise::<T>(&d, &out[0])),
         ])
     }
+    // The output is the input: an identity for derivatives. (MLX 0.32.4
+    // multiplies the cotangent by the input here; the identity is the
+    // derivative of what the kernel computes.)
+    super::grad::linear_rules!(|_, x, c| super::grad::unbroadcast(c.clone(), x.shape(), x.dtype()));
 }
 
 /// A row-major copy of `d` with shape `spec.shape`; a broadcast scalar is a fill.

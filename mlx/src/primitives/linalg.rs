@@ -4,10 +4,11 @@
 //! hand-written files work.
 
 use super::expect_inputs;
+use super::grad::{unbroadcast, zeros};
 use crate::backend::cpu::matmul::{addmm, MatrixView};
 use crate::primitive::Spec;
 use crate::primitives::shape::broadcast_view;
-use crate::{Array, Data, Error, Primitive, Result};
+use crate::{ops, Array, Data, Error, Primitive, Result};
 
 /// `a @ b` over the last two axes; leading axes are batch axes.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
@@ -118,6 +119,72 @@ impl Primitive for Matmul {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![eval_product(inputs, None, 1.0, 0.0, &out[0])?])
     }
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        product_vjp(p, &c[0], argnums, 1.0, 1.0)
+    }
+    fn jvp(&self, p: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        product_jvp(self, p, t, argnums, 1.0, 1.0)
+    }
+}
+
+/// `x` times `k` in `x`'s dtype (no node when `k` is 1).
+fn scaled(x: Array, k: f32) -> Result<Array> {
+    if k == 1.0 {
+        return Ok(x);
+    }
+    ops::multiply(&x, &Array::scalar_of(k as f64, x.dtype()))
+}
+
+/// The conjugate transpose of the last two axes.
+fn adjoint(x: &Array) -> Result<Array> {
+    ops::swapaxes(&ops::conjugate(x)?, -1, -2)
+}
+
+/// vjp of `alpha * a @ b + beta * c` (inputs a, b and optionally c):
+/// `alpha * cot @ b^H`, `alpha * a^H @ cot`, `beta * cot`, each summed
+/// over the axes its input was broadcast along.
+fn product_vjp(
+    p: &[Array],
+    cot: &Array,
+    argnums: &[usize],
+    alpha: f32,
+    beta: f32,
+) -> Result<Vec<Array>> {
+    argnums
+        .iter()
+        .map(|&i| {
+            let g = match i {
+                0 => scaled(ops::matmul(cot, &adjoint(&p[1])?)?, alpha)?,
+                1 => scaled(ops::matmul(&adjoint(&p[0])?, cot)?, alpha)?,
+                _ => scaled(cot.clone(), beta)?,
+            };
+            unbroadcast(g, p[i].shape(), p[i].dtype())
+        })
+        .collect()
+}
+
+/// jvp of `alpha * a @ b + beta * c`: the product rule.
+fn product_jvp(
+    prim: &dyn Primitive,
+    p: &[Array],
+    t: &[Array],
+    argnums: &[usize],
+    alpha: f32,
+    beta: f32,
+) -> Result<Vec<Array>> {
+    let specs: Vec<Spec> = p.iter().map(|a| a.spec().clone()).collect();
+    let out = prim.output_specs(&specs)?.remove(0);
+    let mut acc = zeros(&out)?;
+    for (t, &i) in t.iter().zip(argnums) {
+        let t = ops::cast_to(t, p[i].dtype())?;
+        let term = match i {
+            0 => scaled(ops::matmul(&t, &p[1])?, alpha)?,
+            1 => scaled(ops::matmul(&p[0], &t)?, alpha)?,
+            _ => scaled(t, beta)?,
+        };
+        acc = ops::add(&acc, &term)?;
+    }
+    Ok(vec![ops::cast_to(&acc, out.dtype)?])
 }
 
 impl Primitive for AddMM {
@@ -154,5 +221,11 @@ impl Primitive for AddMM {
             self.beta,
             &out[0],
         )?])
+    }
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        product_vjp(p, &c[0], argnums, self.alpha, self.beta)
+    }
+    fn jvp(&self, p: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        product_jvp(self, p, t, argnums, self.alpha, self.beta)
     }
 }

@@ -7,6 +7,7 @@ pub mod conv;
 pub mod creation;
 pub mod fast;
 pub mod fft;
+pub(crate) mod grad;
 pub mod indexing;
 pub mod linalg;
 pub mod quantized;

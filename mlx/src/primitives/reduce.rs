@@ -3,9 +3,10 @@
 //! Softmax. All keep the reduced axes as size 1; ops squeeze them.
 
 use super::expect_inputs;
+use super::grad::{elementwise_rules, linear_jvp, reapply, zeros_like};
 use crate::backend::cpu::reduce::{self as kernels, AndR, MaxR, MinR, OrR, ProdR, SumR};
 use crate::primitive::Spec;
-use crate::{dispatch_dtype, Array, Data, Dtype, Error, Primitive, Result};
+use crate::{dispatch_dtype, ops, Array, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
 
 crate::state_enum! {
@@ -75,6 +76,95 @@ impl Primitive for Reduce {
         });
         Ok(vec![out])
     }
+    fn vjp(&self, x: &[Array], c: &[Array], _: &[usize], out: &[Array]) -> Result<Vec<Array>> {
+        let x = &x[0];
+        if self.reduce_type == ReduceType::Sum {
+            let g = ops::broadcast_to(&ops::cast_to(&c[0], x.dtype())?, x.shape())?;
+            return Ok(vec![g]);
+        }
+        match self.partial(x, &out[0])? {
+            Some(d) => Ok(vec![reduction_pullback(x, &c[0], &d)?]),
+            None => Ok(vec![zeros_like(x)?]),
+        }
+    }
+    fn jvp(&self, x: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        if self.reduce_type == ReduceType::Sum {
+            return linear_jvp(self, x, t, argnums, |_| true);
+        }
+        let out = reapply(self, x)?.remove(0);
+        match self.partial(&x[0], &out)? {
+            Some(d) => Ok(vec![reduction_pushforward(&t[0], &d, &self.axes, out.dtype())?]),
+            None => Ok(vec![zeros_like(&out)?]),
+        }
+    }
+}
+
+impl Reduce {
+    /// The derivative of the (keepdims) output with respect to each input
+    /// element, shaped like the input: the product of the other elements
+    /// for Prod, the tie-shared indicator of the extremum for Max/Min
+    /// (MLX's rule), `None` for the boolean reductions.
+    fn partial(&self, x: &Array, out: &Array) -> Result<Option<Array>> {
+        let axes = crate::ops::normalize_axes("Reduce", &self.axes, x.ndim())?;
+        Ok(match self.reduce_type {
+            ReduceType::Prod => Some(exclusive_product(x, &axes)?),
+            ReduceType::Max | ReduceType::Min => {
+                let mask = ops::equal(x, out)?;
+                let ax: Vec<i32> = axes.iter().map(|&a| a as i32).collect();
+                let n = sum_kept(&mask, &ax)?;
+                Some(ops::divide(&ops::cast_to(&mask, x.dtype())?, &ops::cast_to(&n, x.dtype())?)?)
+            }
+            ReduceType::Sum | ReduceType::And | ReduceType::Or => None,
+        })
+    }
+}
+
+/// For each element, the product of the other elements over `axes`: two
+/// exclusive cumulative products (MLX's zero-safe rule). Several axes are
+/// moved last and flattened into one first.
+fn exclusive_product(x: &Array, axes: &[usize]) -> Result<Array> {
+    let both = |a: &Array, axis: i32| {
+        let fwd = ops::cumprod(a, Some(axis), false, false)?;
+        let bwd = ops::cumprod(a, Some(axis), true, false)?;
+        ops::multiply(&fwd, &bwd)
+    };
+    if let [axis] = axes {
+        return both(x, *axis as i32);
+    }
+    let kept: Vec<usize> = (0..x.ndim()).filter(|i| !axes.contains(i)).collect();
+    let perm: Vec<i32> = kept.iter().chain(axes).map(|&i| i as i32).collect();
+    let moved = ops::transpose(x, &perm)?;
+    let mut flat: Vec<i32> = kept.iter().map(|&i| x.shape()[i]).collect();
+    flat.push(axes.iter().map(|&i| x.shape()[i]).product());
+    let p = both(&ops::reshape(&moved, &flat)?, -1)?;
+    let p = ops::reshape(&p, moved.shape())?;
+    let mut inverse = vec![0i32; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p as usize] = i as i32;
+    }
+    ops::transpose(&p, &inverse)
+}
+
+/// vjp of a reduction with keepdims output: the cotangent broadcast back
+/// over the reduced axes times the (conjugated) per-element derivative `d`.
+fn reduction_pullback(x: &Array, c: &Array, d: &Array) -> Result<Array> {
+    let g = ops::multiply(c, &ops::conjugate(d)?)?;
+    ops::cast_to(&ops::broadcast_to(&g, x.shape())?, x.dtype())
+}
+
+/// jvp of a reduction over `axes`: the tangent weighted by the derivative
+/// `d`, summed over the reduced axes (kept as size 1).
+fn reduction_pushforward(t: &Array, d: &Array, axes: &[i32], dtype: Dtype) -> Result<Array> {
+    ops::cast_to(&sum_kept(&ops::multiply(t, d)?, axes)?, dtype)
+}
+
+/// Sum over `axes` keeping them as size 1; no axes is the identity (the
+/// `sum` op would read an empty list as every axis).
+fn sum_kept(a: &Array, axes: &[i32]) -> Result<Array> {
+    if axes.is_empty() {
+        return Ok(a.clone());
+    }
+    ops::sum(a, axes, true)
 }
 
 /// Index (uint32) of the first minimum or maximum along `axis`, which is
@@ -107,6 +197,7 @@ impl Primitive for ArgReduce {
             dispatch_dtype!(a.dtype(), T => kernels::arg_reduce::<T>(&d, a.shape(), axis, max)),
         ])
     }
+    elementwise_rules!(zero);
 }
 
 /// Checks the single input of a fused last-axis primitive: a float array of
@@ -180,6 +271,15 @@ impl Primitive for LogSumExp {
             dispatch_float!("LogSumExp", a.dtype(), T => kernels::logsumexp_last::<T>(&d, a.shape())),
         ])
     }
+    // The derivative with respect to each element is its softmax weight.
+    fn vjp(&self, x: &[Array], c: &[Array], _: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        let s = ops::softmax(&x[0], &[-1], true)?;
+        Ok(vec![reduction_pullback(&x[0], &c[0], &s)?])
+    }
+    fn jvp(&self, x: &[Array], t: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        let s = ops::softmax(&x[0], &[-1], true)?;
+        Ok(vec![reduction_pushforward(&t[0], &s, &[-1], x[0].dtype())?])
+    }
 }
 
 /// Softmax over the last axis. `precise` computes half types in f32;
@@ -203,4 +303,20 @@ impl Primitive for Softmax {
             dispatch_float!("Softmax", a.dtype(), T => kernels::softmax_last::<T>(&d, a.shape(), self.precise)),
         ])
     }
+    fn vjp(&self, _: &[Array], c: &[Array], _: &[usize], out: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![softmax_linear(&out[0], &c[0])?])
+    }
+    fn jvp(&self, x: &[Array], t: &[Array], _: &[usize]) -> Result<Vec<Array>> {
+        let s = reapply(self, x)?.remove(0);
+        Ok(vec![softmax_linear(&s, &t[0])?])
+    }
+}
+
+/// The softmax Jacobian (symmetric) applied to `v`: `s v - s sum(s v)`
+/// over the last axis.
+fn softmax_linear(s: &Array, v: &Array) -> Result<Array> {
+    let sv = ops::multiply(s, v)?;
+    let total = ops::sum(&sv, &[-1], true)?;
+    let g = ops::subtract(&sv, &ops::multiply(s, &total)?)?;
+    ops::cast_to(&g, s.dtype())
 }

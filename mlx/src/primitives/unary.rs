@@ -4,12 +4,13 @@
 //! (bit-exact in f32), everything else the C math library.
 
 use super::expect_inputs;
+use super::grad::{constant, elementwise_rules, linear_rules, unbroadcast, Partial};
 use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::elementwise::unary;
 use crate::backend::cpu::math::{self, complex};
 use crate::backend::cpu::num::{bf16_from_f32, f16_from_f32, Float, Num};
 use crate::primitive::Spec;
-use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
+use crate::{dispatch_dtype, ops, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
 
 /// Converts elements to another dtype (float to int truncates toward zero).
@@ -29,6 +30,7 @@ impl Primitive for AsType {
         let d = dispatch_dtype!(a.dtype(), S => dispatch_dtype!(self.dtype, D => unary::<S, D>(a, &out[0], |x: S| x.cast::<D>())?));
         Ok(vec![d])
     }
+    linear_rules!(|_, x, c| unbroadcast(c.clone(), x.shape(), x.dtype()));
 }
 
 /// Which dtypes a unary primitive accepts.
@@ -98,7 +100,7 @@ fn float_map(name: &str, a: &Array, out: &Spec, k: &FloatFn) -> Result<Data> {
 
 /// Defines a floating-point unary primitive from its f32, f64 and complex functions.
 macro_rules! float_unary {
-    ($(#[$doc:meta])* $name:ident, $accepts:expr, $f32:expr, $f64:expr, $c64:expr) => {
+    ($(#[$doc:meta])* $name:ident, $accepts:expr, $f32:expr, $f64:expr, $c64:expr, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         pub struct $name {}
@@ -111,77 +113,113 @@ macro_rules! float_unary {
                 let k = FloatFn { f32: $f32, f64: $f64, c64: $c64 };
                 Ok(vec![float_map(stringify!($name), &inputs[0], &out[0], &k)?])
             }
+            elementwise_rules!($partial);
         }
     };
 }
 
+/// `1 + s * x^2` (the shared piece of the inverse trig derivatives).
+fn one_plus_square(x: &Array, s: f64) -> Result<Array> {
+    let sq = ops::square(x)?;
+    let sq = if s < 0.0 { ops::negative(&sq)? } else { sq };
+    ops::add(&constant(1.0, x), &sq)
+}
+
+/// `Partial::Times(f(x))` for a derivative that is a function of the input.
+fn times(f: impl FnOnce() -> Result<Array>) -> Result<Partial> {
+    Ok(Partial::Times(f()?))
+}
+
 float_unary!(
     /// `e^x` with MLX's polynomial (computed in f32 for every real dtype).
-    Exp, Accepts::Inexact, math::exp_f32, |x| math::exp_f32(x as f32) as f64, Some(complex::exp)
+    Exp, Accepts::Inexact, math::exp_f32, |x| math::exp_f32(x as f32) as f64, Some(complex::exp),
+    |_, _, _, y| Ok(Partial::Times(y.clone()))
 );
 float_unary!(
     /// `e^x - 1` (libm).
-    Expm1, Accepts::Inexact, f32::exp_m1, f64::exp_m1, None
+    Expm1, Accepts::Inexact, f32::exp_m1, f64::exp_m1, None,
+    |_, _, _, y| times(|| ops::add(y, &constant(1.0, y)))
 );
 float_unary!(
     /// `ln(1 + x)` (libm; complex with MLX's cancellation-free formula).
-    Log1p, Accepts::Inexact, f32::ln_1p, f64::ln_1p, Some(complex_log1p)
+    Log1p, Accepts::Inexact, f32::ln_1p, f64::ln_1p, Some(complex_log1p),
+    |_, _, x, _| Ok(Partial::Over(ops::add(&x[0], &constant(1.0, &x[0]))?))
 );
 float_unary!(
     /// Sine with MLX's Cephes-style reduction (computed in f32).
-    Sin, Accepts::Inexact, math::sin_f32, math::sin_f64, Some(complex::sin)
+    Sin, Accepts::Inexact, math::sin_f32, math::sin_f64, Some(complex::sin),
+    |_, _, x, _| times(|| ops::cos(&x[0]))
 );
 float_unary!(
     /// Cosine with MLX's Cephes-style reduction (computed in f32).
-    Cos, Accepts::Inexact, math::cos_f32, math::cos_f64, Some(complex::cos)
+    Cos, Accepts::Inexact, math::cos_f32, math::cos_f64, Some(complex::cos),
+    |_, _, x, _| times(|| ops::negative(&ops::sin(&x[0])?))
 );
 float_unary!(
     /// Tangent (libm).
-    Tan, Accepts::Inexact, f32::tan, f64::tan, Some(complex::tan)
+    Tan, Accepts::Inexact, f32::tan, f64::tan, Some(complex::tan),
+    |_, _, x, _| Ok(Partial::Over(ops::square(&ops::cos(&x[0])?)?))
 );
 float_unary!(
     /// Hyperbolic sine (libm).
-    Sinh, Accepts::Inexact, f32::sinh, f64::sinh, Some(complex::sinh)
+    Sinh, Accepts::Inexact, f32::sinh, f64::sinh, Some(complex::sinh),
+    |_, _, x, _| times(|| ops::cosh(&x[0]))
 );
 float_unary!(
     /// Hyperbolic cosine (libm).
-    Cosh, Accepts::Inexact, f32::cosh, f64::cosh, Some(complex::cosh)
+    Cosh, Accepts::Inexact, f32::cosh, f64::cosh, Some(complex::cosh),
+    |_, _, x, _| times(|| ops::sinh(&x[0]))
 );
 float_unary!(
     /// Hyperbolic tangent (libm).
-    Tanh, Accepts::Inexact, f32::tanh, f64::tanh, Some(complex::tanh)
+    Tanh, Accepts::Inexact, f32::tanh, f64::tanh, Some(complex::tanh),
+    |_, _, x, _| Ok(Partial::Over(ops::square(&ops::cosh(&x[0])?)?))
 );
 float_unary!(
     /// Inverse sine (libm).
-    ArcSin, Accepts::Inexact, f32::asin, f64::asin, Some(complex::asin)
+    ArcSin, Accepts::Inexact, f32::asin, f64::asin, Some(complex::asin),
+    |_, _, x, _| times(|| ops::rsqrt(&one_plus_square(&x[0], -1.0)?))
 );
 float_unary!(
     /// Inverse cosine (libm).
-    ArcCos, Accepts::Inexact, f32::acos, f64::acos, Some(complex::acos)
+    ArcCos, Accepts::Inexact, f32::acos, f64::acos, Some(complex::acos),
+    |_, _, x, _| times(|| ops::negative(&ops::rsqrt(&one_plus_square(&x[0], -1.0)?)?))
 );
 float_unary!(
     /// Inverse tangent (libm).
-    ArcTan, Accepts::Inexact, f32::atan, f64::atan, Some(complex::atan)
+    ArcTan, Accepts::Inexact, f32::atan, f64::atan, Some(complex::atan),
+    |_, _, x, _| Ok(Partial::Over(one_plus_square(&x[0], 1.0)?))
 );
 float_unary!(
     /// Inverse hyperbolic sine (libm `asinhf`).
-    ArcSinh, Accepts::Inexact, math::asinh_f32, math::asinh_f64, Some(complex::asinh)
+    ArcSinh, Accepts::Inexact, math::asinh_f32, math::asinh_f64, Some(complex::asinh),
+    |_, _, x, _| times(|| ops::rsqrt(&one_plus_square(&x[0], 1.0)?))
 );
 float_unary!(
     /// Inverse hyperbolic cosine (libm `acoshf`).
-    ArcCosh, Accepts::Inexact, math::acosh_f32, math::acosh_f64, Some(complex::acosh)
+    ArcCosh, Accepts::Inexact, math::acosh_f32, math::acosh_f64, Some(complex::acosh),
+    |_, _, x, _| times(|| ops::rsqrt(&ops::subtract(&ops::square(&x[0])?, &constant(1.0, &x[0]))?))
 );
 float_unary!(
     /// Inverse hyperbolic tangent (libm `atanhf`).
-    ArcTanh, Accepts::Inexact, math::atanh_f32, math::atanh_f64, Some(complex::atanh)
+    ArcTanh, Accepts::Inexact, math::atanh_f32, math::atanh_f64, Some(complex::atanh),
+    |_, _, x, _| Ok(Partial::Over(one_plus_square(&x[0], -1.0)?))
 );
 float_unary!(
     /// The error function with MLX's polynomial (computed in f32).
-    Erf, Accepts::RealFloat, math::erf_f32, erf_f64, None
+    Erf, Accepts::RealFloat, math::erf_f32, erf_f64, None,
+    |_, _, x, _| times(|| {
+        let e = ops::exp(&ops::negative(&ops::square(&x[0])?)?)?;
+        ops::multiply(&constant(std::f64::consts::FRAC_2_SQRT_PI, &x[0]), &e)
+    })
 );
 float_unary!(
     /// The inverse error function with MLX's polynomial (computed in f32).
-    ErfInv, Accepts::RealFloat, math::erfinv_f32, |x| math::erfinv_f32(x as f32) as f64, None
+    ErfInv, Accepts::RealFloat, math::erfinv_f32, |x| math::erfinv_f32(x as f32) as f64, None,
+    |_, _, _, y| times(|| {
+        let e = ops::exp(&ops::square(y)?)?;
+        ops::multiply(&constant(1.0 / std::f64::consts::FRAC_2_SQRT_PI, y), &e)
+    })
 );
 
 fn erf_f64(x: f64) -> f64 {
@@ -244,6 +282,15 @@ impl Primitive for Log {
         };
         Ok(vec![float_map("Log", &inputs[0], &out[0], &k)?])
     }
+    // d log_b(x) = dx / (x ln b)
+    elementwise_rules!(|p, _, x, _| {
+        let x = &x[0];
+        Ok(Partial::Over(match p.base {
+            LogBase::E => x.clone(),
+            LogBase::Two => ops::multiply(x, &constant(std::f64::consts::LN_2, x))?,
+            LogBase::Ten => ops::multiply(x, &constant(std::f64::consts::LN_10, x))?,
+        }))
+    });
 }
 
 /// Square root, or its reciprocal when `recip` (`mx.rsqrt`).
@@ -283,6 +330,15 @@ impl Primitive for Sqrt {
         };
         Ok(vec![d])
     }
+    // sqrt: dx / (2 y); rsqrt: -dx y / (2 x).
+    elementwise_rules!(|p, _, x, y| {
+        if p.recip {
+            let d = ops::divide(&ops::multiply(y, &constant(-0.5, y))?, &x[0])?;
+            Ok(Partial::Times(d))
+        } else {
+            Ok(Partial::Over(ops::multiply(y, &constant(2.0, y))?))
+        }
+    });
 }
 
 /// `1 / sqrt(x)` in a half type: both operations rounded to the type.
@@ -320,6 +376,7 @@ impl Primitive for Sigmoid {
         };
         Ok(vec![d])
     }
+    elementwise_rules!(|_, _, _, y| times(|| ops::multiply(y, &ops::subtract(&constant(1.0, y), y)?)));
 }
 
 /// Defines a primitive that is the identity on integers and bool (the
@@ -342,6 +399,7 @@ macro_rules! rounding_unary {
                 let k = FloatFn { f32: $f32, f64: $f64, c64: $c64 };
                 Ok(vec![float_map(stringify!($name), a, &out[0], &k)?])
             }
+            elementwise_rules!(zero);
         }
     };
 }
@@ -364,7 +422,7 @@ rounding_unary!(
 
 /// Defines a primitive over every dtype through a generic function of [`Num`].
 macro_rules! num_unary {
-    ($(#[$doc:meta])* $name:ident, $f:ident) => {
+    ($(#[$doc:meta])* $name:ident, $f:ident, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         pub struct $name {}
@@ -377,6 +435,7 @@ macro_rules! num_unary {
                 let a = &inputs[0];
                 Ok(vec![dispatch_dtype!(a.dtype(), T => unary::<T, T>(a, &out[0], $f::<T>)?)])
             }
+            elementwise_rules!($partial);
         }
     };
 }
@@ -412,11 +471,11 @@ fn complex_sign(z: Complex64) -> Complex64 {
 
 num_unary!(
     /// `-x` (integers wrap; bool unchanged, as MLX's kernel does).
-    Negative, negative
+    Negative, negative, |_, _, _, _| Ok(Partial::MinusOne)
 );
 num_unary!(
     /// `x * x`.
-    Square, square
+    Square, square, |_, _, x, _| times(|| ops::multiply(&x[0], &constant(2.0, &x[0])))
 );
 /// -1, 0 or 1 by the sign of x (0 for NaN); complex x / |x|.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
@@ -435,6 +494,7 @@ impl Primitive for Sign {
         };
         Ok(vec![d])
     }
+    elementwise_rules!(zero);
 }
 
 /// Absolute value (complex: |z| as a complex; ops then cast to float32).
@@ -463,6 +523,7 @@ impl Primitive for Abs {
         };
         Ok(vec![d])
     }
+    elementwise_rules!(|_, _, x, _| times(|| ops::sign(&x[0])));
 }
 
 /// Logical negation; the output is bool (ops cast the input to bool first).
@@ -479,6 +540,7 @@ impl Primitive for LogicalNot {
             dispatch_dtype!(a.dtype(), T => unary::<T, bool>(a, &out[0], |x: T| !x.truthy())?),
         ])
     }
+    elementwise_rules!(zero);
 }
 
 /// The real part of a complex64 array, as float32.
@@ -494,6 +556,7 @@ impl Primitive for Real {
             z.re
         })?])
     }
+    linear_rules!(|_, _, c| ops::astype(c, Dtype::Complex64));
 }
 
 /// The imaginary part of a complex64 array, as float32.
@@ -509,6 +572,8 @@ impl Primitive for Imag {
             z.im
         })?])
     }
+    // The cotangent of Im(z) enters along the imaginary axis.
+    linear_rules!(|_, _, c| ops::multiply(&Array::scalar(Complex64::new(0.0, 1.0)), c));
 }
 
 /// The complex conjugate of a complex64 array.
@@ -526,4 +591,5 @@ impl Primitive for Conjugate {
             |z| z.conj(),
         )?])
     }
+    linear_rules!(|_, _, c| ops::conjugate(c));
 }

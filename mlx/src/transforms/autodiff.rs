@@ -2,26 +2,37 @@
 //! [`value_and_grad`]) and forward mode ([`jvp`]), driven by each
 //! primitive's `vjp` / `jvp` rule over the lazy graph the function builds.
 
-use super::trace::TraceGuard;
+use super::trace::{is_tracing, TraceGuard};
 use crate::array::Node;
-use crate::primitive::Spec;
+use crate::primitives::grad::zeros as zeros_of;
 use crate::{Array, Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// A lazy array of zeros with `spec`.
-pub(crate) fn zeros_of(spec: &Spec) -> Result<Array> {
-    crate::ops::broadcast_to(&Array::scalar_of(0.0, spec.dtype), &spec.shape)
-}
 
-/// Fresh leaves sharing the primals' data: the graph `f` builds on them
-/// starts exactly at these arrays.
+/// Fresh leaves for the primals: the graph `f` builds on them starts
+/// exactly at these arrays. An evaluated primal outside a trace gets a new
+/// array sharing its data; otherwise (a placeholder or a pending array, or
+/// anything while tracing, where evaluating is not allowed) the leaf is a
+/// Copy node of the primal, as MLX does, so the gradient graph stays
+/// connected to the primal's own graph and can be traced and exported.
 fn leaves(primals: &[Array]) -> Result<Vec<Array>> {
-    crate::eval(primals)?;
+    let tracing = is_tracing();
     primals
         .iter()
-        .map(|p| Ok(Array::from_data(p.data()?, p.spec().clone())))
+        .map(|p| {
+            if !tracing && p.is_ready() {
+                Ok(Array::from_data(p.data()?, p.spec().clone()))
+            } else {
+                Array::from_primitive(crate::primitives::shape::Copy {}, vec![p.clone()])
+            }
+        })
         .collect()
+}
+
+/// Whether gradients stop at the node (`stop_gradient`).
+fn stops_gradient(n: &Node) -> bool {
+    n.primitive().name() == "StopGradient"
 }
 
 /// Calls `f` on `inputs` with evaluation forbidden (it would cut the graph).
@@ -33,11 +44,15 @@ where
     f(inputs)
 }
 
-/// Nodes between `inputs` and `outputs` that depend on some input,
-/// inputs before consumers.
+/// Nodes between `inputs` and `outputs` that depend on some input (not
+/// through a StopGradient), inputs before consumers. The walk does not go
+/// above the inputs.
 fn active_nodes(inputs: &[Array], outputs: &[Array]) -> Vec<Arc<Node>> {
     let mut order = Vec::new();
-    let mut seen: HashSet<*const Node> = HashSet::new();
+    let mut seen: HashSet<*const Node> = inputs
+        .iter()
+        .filter_map(|a| a.node().map(|(n, _)| Arc::as_ptr(&n)))
+        .collect();
     let mut stack: Vec<(Arc<Node>, bool)> = outputs
         .iter()
         .filter_map(|a| a.node().map(|(n, _)| (n, false)))
@@ -65,7 +80,8 @@ fn active_nodes(inputs: &[Array], outputs: &[Array]) -> Vec<Arc<Node>> {
     order
         .into_iter()
         .filter(|n| {
-            let hit = n.inputs().iter().any(|a| active.contains(&a.id()));
+            let hit =
+                !stops_gradient(n) && n.inputs().iter().any(|a| active.contains(&a.id()));
             if hit {
                 for o in n.outputs().into_iter().flatten() {
                     active.insert(o.id());

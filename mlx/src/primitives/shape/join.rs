@@ -5,7 +5,8 @@ use crate::array::row_major_strides;
 use crate::ops::{normalize_axes, normalize_axis};
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
-use crate::{Array, Buffer, Data, Error, Primitive, Result};
+use crate::primitives::grad::linear_jvp_rule;
+use crate::{ops, Array, Buffer, Data, Error, Primitive, Result};
 
 /// Copies `src` into the row-major buffer `dst` (shaped `out`) at element offset `offset`.
 fn paste(dst: &mut Buffer, out: &Spec, offset: usize, src: &Array) -> Result<()> {
@@ -72,6 +73,19 @@ impl Primitive for Concatenate {
         }
         Ok(vec![Data::contiguous(buf, &spec.shape)])
     }
+    // Each input gets its own stretch of the cotangent.
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        let ax = normalize_axis("Concatenate", self.axis, c[0].ndim())?;
+        let mut bounds = vec![0i32];
+        for a in p {
+            bounds.push(bounds[bounds.len() - 1] + a.shape()[ax]);
+        }
+        argnums
+            .iter()
+            .map(|&i| ops::slice_axis(&c[0], ax as i32, bounds[i], bounds[i + 1], 1))
+            .collect()
+    }
+    linear_jvp_rule!();
 }
 
 /// Cuts the input along `axis` at `indices` (non-decreasing, within the
@@ -131,6 +145,10 @@ impl Primitive for Split {
             })
             .collect())
     }
+    fn vjp(&self, _: &[Array], c: &[Array], _: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        Ok(vec![ops::concatenate(c, self.axis)?])
+    }
+    linear_jvp_rule!();
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         if self.indices.is_empty() {
             return Ok(());
@@ -213,4 +231,28 @@ impl Primitive for Pad {
         }
         Ok(vec![Data::contiguous(buf, &spec.shape)])
     }
+    // The input gets the inner region of the cotangent; the pad value the
+    // sum of the rest.
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        let c = &c[0];
+        let axes = normalize_axes("Pad", &self.axes, c.ndim())?;
+        let mut start = vec![0i32; c.ndim()];
+        let mut stop = c.shape().to_vec();
+        for (k, &ax) in axes.iter().enumerate() {
+            start[ax] = self.low_pad_size[k];
+            stop[ax] -= self.high_pad_size[k];
+        }
+        let inner = ops::slice(c, &start, &stop, &[])?;
+        argnums
+            .iter()
+            .map(|&i| {
+                if i == 0 {
+                    return Ok(inner.clone());
+                }
+                let rest = ops::subtract(&ops::sum(c, &[], false)?, &ops::sum(&inner, &[], false)?)?;
+                ops::reshape(&ops::cast_to(&rest, p[1].dtype())?, p[1].shape())
+            })
+            .collect()
+    }
+    linear_jvp_rule!();
 }

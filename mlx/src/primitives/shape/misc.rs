@@ -5,7 +5,8 @@ use super::copy::{check_in_bounds, contiguous_copy, row_major};
 use crate::ops::normalize_axes;
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
-use crate::{dispatch_dtype, Array, Buffer, Data, Dtype, Element, Error, Primitive, Result};
+use crate::primitives::grad::{elementwise_rules, linear_jvp, linear_rules, zeros_like};
+use crate::{dispatch_dtype, ops, Array, Buffer, Data, Dtype, Element, Error, Primitive, Result};
 
 /// A row-major copy of the input (an identity of values).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
@@ -19,6 +20,7 @@ impl Primitive for Copy {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![contiguous_copy(&inputs[0].data()?, &out[0])])
     }
+    linear_rules!(|_, _, c| Ok(c.clone()));
 }
 
 /// The input unchanged; gradients do not flow through it.
@@ -33,6 +35,9 @@ impl Primitive for StopGradient {
     fn eval(&self, inputs: &[Array], _out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![inputs[0].data()?])
     }
+    // The autodiff engine does not go through this node; called directly,
+    // the derivative is zero.
+    elementwise_rules!(zero);
 }
 
 /// Outputs the first `outputs` inputs unchanged; the remaining inputs are
@@ -85,6 +90,20 @@ impl Primitive for Depends {
             ));
         }
         inputs[..out.len()].iter().map(Array::data).collect()
+    }
+    // The passed-through inputs get their output's cotangent; dependencies none.
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        argnums
+            .iter()
+            .map(|&i| match c.get(i) {
+                Some(c) => Ok(c.clone()),
+                None => zeros_like(&p[i]),
+            })
+            .collect()
+    }
+    fn jvp(&self, p: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        let n = self.outputs as usize;
+        linear_jvp(self, p, t, argnums, |i| i < n)
     }
 }
 
@@ -278,6 +297,18 @@ impl Primitive for AsStrided {
             buffer: flat.buffer,
         }])
     }
+    // Scatter-add the cotangent onto the flat input positions each output
+    // element reads (positions read twice accumulate), as MLX does.
+    linear_rules!(|p, x, c| {
+        let n = x.size() as i32;
+        let positions = ops::arange(0.0, n as f64, 1.0, Dtype::Int32)?;
+        let read = ops::as_strided(&positions, &p.shape, &p.strides, p.offset)?;
+        let m = c.size() as i32;
+        let read = ops::reshape(&read, &[m])?;
+        let flat = ops::zeros(&[n], x.dtype())?;
+        let g = ops::scatter_add(&flat, &[read], &ops::reshape(c, &[m, 1])?, &[0])?;
+        ops::reshape(&g, x.shape())
+    });
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         Err(Error::invalid(
             "AsStrided",

@@ -12,7 +12,8 @@ use crate::backend::cpu::num::Num;
 use crate::ops::normalize_axes;
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
-use crate::{dispatch_dtype, Array, Buffer, Data, Error, Primitive, Result};
+use crate::primitives::grad::{linear_jvp, linear_rules, zeros_like};
+use crate::{dispatch_dtype, ops, Array, Buffer, Data, Error, Primitive, Result};
 
 crate::state_enum! {
     /// How SliceUpdate combines the update with what is in the slice.
@@ -194,6 +195,16 @@ impl Primitive for Slice {
             offset,
         }])
     }
+    // The cotangent goes back into its slice of zeros.
+    linear_rules!(|p, x, c| {
+        let put = SliceUpdate {
+            reduce_type: SliceUpdateType::None,
+            start_indices: p.start_indices.clone(),
+            end_indices: p.end_indices.clone(),
+            strides: p.strides.clone(),
+        };
+        Array::from_primitive(put, vec![zeros_like(x)?, c.clone()])
+    });
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         Err(Error::invalid(
             "Slice",
@@ -303,6 +314,56 @@ impl Primitive for SliceUpdate {
         )?;
         Ok(vec![Data::contiguous(buf, &out[0].shape)])
     }
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], out: &[Array]) -> Result<Vec<Array>> {
+        let (dst, upd, c, out) = (&p[0], &p[1], &c[0], &out[0]);
+        argnums
+            .iter()
+            .map(|&i| match (i, self.reduce_type) {
+                (0, SliceUpdateType::None) => self.with(SliceUpdateType::None, c, &zeros_like(upd)?),
+                (0, SliceUpdateType::Sum) => Ok(c.clone()),
+                (0, SliceUpdateType::Prod) => self.with(SliceUpdateType::Prod, c, upd),
+                // Max/min: the gradient goes where the kept value came from.
+                (0, _) => where_equal(out, dst, c),
+                (_, SliceUpdateType::None | SliceUpdateType::Sum) => self.sliced(c),
+                (_, SliceUpdateType::Prod) => ops::multiply(&self.sliced(c)?, &self.sliced(dst)?),
+                (_, _) => where_equal(&self.sliced(out)?, upd, &self.sliced(c)?),
+            })
+            .collect()
+    }
+    fn jvp(&self, p: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        match self.reduce_type {
+            SliceUpdateType::None | SliceUpdateType::Sum => linear_jvp(self, p, t, argnums, |_| true),
+            _ => Err(Error::unsupported(
+                "SliceUpdate",
+                "forward-mode derivatives of max, min and product updates are not implemented (as in MLX)",
+            )),
+        }
+    }
+}
+
+impl SliceUpdate {
+    /// This update's region, combined with `kind`, applied to (dst, upd).
+    fn with(&self, kind: SliceUpdateType, dst: &Array, upd: &Array) -> Result<Array> {
+        let p = SliceUpdate {
+            reduce_type: kind,
+            ..self.clone()
+        };
+        Array::from_primitive(p, vec![dst.clone(), upd.clone()])
+    }
+    /// This update's region of `a`.
+    fn sliced(&self, a: &Array) -> Result<Array> {
+        let p = Slice {
+            start_indices: self.start_indices.clone(),
+            end_indices: self.end_indices.clone(),
+            strides: self.strides.clone(),
+        };
+        Array::from_primitive(p, vec![a.clone()])
+    }
+}
+
+/// `c` where `a == b`, 0 elsewhere.
+fn where_equal(a: &Array, b: &Array, c: &Array) -> Result<Array> {
+    ops::where_(&ops::equal(a, b)?, c, &Array::scalar_of(0.0, c.dtype()))
 }
 
 /// Reads the start indices array (any integer dtype, 0-d or 1-d) as i64.
@@ -423,6 +484,22 @@ impl Primitive for DynamicSlice {
             offset,
         }])
     }
+    // The start indices are integers: no derivative (zeros).
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        let put = DynamicSliceUpdate {
+            axes: self.axes.clone(),
+        };
+        argnums
+            .iter()
+            .map(|&i| match i {
+                0 => Array::from_primitive(put.clone(), vec![zeros_like(&p[0])?, c[0].clone(), p[1].clone()]),
+                _ => zeros_like(&p[i]),
+            })
+            .collect()
+    }
+    fn jvp(&self, p: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, p, t, argnums, |i| i == 0)
+    }
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         Err(Error::invalid(
             "DynamicSlice",
@@ -494,5 +571,25 @@ impl Primitive for DynamicSliceUpdate {
             &ones,
         )?;
         Ok(vec![Data::contiguous(buf, &out[0].shape)])
+    }
+    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        let (upd, start, c) = (&p[1], &p[2], &c[0]);
+        argnums
+            .iter()
+            .map(|&i| match i {
+                0 => Array::from_primitive(self.clone(), vec![c.clone(), zeros_like(upd)?, start.clone()]),
+                1 => {
+                    let take = DynamicSlice {
+                        axes: self.axes.clone(),
+                        slice_size: upd.shape().to_vec(),
+                    };
+                    Array::from_primitive(take, vec![c.clone(), start.clone()])
+                }
+                _ => zeros_like(&p[i]),
+            })
+            .collect()
+    }
+    fn jvp(&self, p: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, p, t, argnums, |i| i < 2)
     }
 }

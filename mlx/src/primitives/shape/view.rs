@@ -8,7 +8,8 @@ use crate::array::{check_shape, row_major_strides};
 use crate::ops::{broadcast_shapes, normalize_axes, normalize_axis};
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
-use crate::{Array, Data, Error, Primitive, Result};
+use crate::primitives::grad::{linear_jvp, linear_rules, unbroadcast, zeros_like};
+use crate::{ops, Array, Data, Error, Primitive, Result};
 
 /// `a` as a view with shape `shape` (numpy broadcasting: new leading axes and
 /// size-1 axes get stride 0). `a` must be evaluated.
@@ -93,6 +94,12 @@ impl Primitive for Broadcast {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![broadcast_view(&inputs[0], &out[0].shape)?.data()?])
     }
+    fn vjp(&self, x: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        broadcast_vjp(x, &c[0], argnums)
+    }
+    fn jvp(&self, x: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, x, t, argnums, |i| i == 0)
+    }
     fn check_shapeless(&self, inputs: &[Spec]) -> Result<()> {
         if inputs.len() == 1 {
             return Err(Error::invalid(
@@ -173,6 +180,24 @@ impl Primitive for BroadcastAxes {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![broadcast_view(&inputs[0], &out[0].shape)?.data()?])
     }
+    fn vjp(&self, x: &[Array], c: &[Array], argnums: &[usize], _: &[Array]) -> Result<Vec<Array>> {
+        broadcast_vjp(x, &c[0], argnums)
+    }
+    fn jvp(&self, x: &[Array], t: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, x, t, argnums, |i| i == 0)
+    }
+}
+
+/// vjp of the broadcasts: input 0 gets the cotangent summed over the
+/// broadcast axes; the other inputs only give a shape (zeros).
+fn broadcast_vjp(x: &[Array], c: &Array, argnums: &[usize]) -> Result<Vec<Array>> {
+    argnums
+        .iter()
+        .map(|&i| match i {
+            0 => unbroadcast(c.clone(), x[0].shape(), x[0].dtype()),
+            _ => zeros_like(&x[i]),
+        })
+        .collect()
 }
 
 /// Strides that show the data (`from`, `strides`) with shape `to` without
@@ -307,6 +332,7 @@ impl Primitive for Reshape {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![reshape_data(&inputs[0], &out[0].shape)?])
     }
+    linear_rules!(|_, x, c| ops::reshape(c, x.shape()));
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         if self.shape.contains(&-1) {
             return Ok(());
@@ -360,6 +386,10 @@ impl Primitive for Flatten {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![reshape_data(&inputs[0], &out[0].shape)?])
     }
+    linear_rules!(|p, x, c| {
+        let (a, b) = (p.start_axis as usize, p.end_axis as usize);
+        ops::unflatten(c, p.start_axis, &x.shape()[a..=b])
+    });
 }
 
 /// Splits axis `axis` (non-negative) into the axes `shape` (a view when possible).
@@ -394,6 +424,10 @@ impl Primitive for Unflatten {
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         Ok(vec![reshape_data(&inputs[0], &out[0].shape)?])
     }
+    linear_rules!(|p, x, c| {
+        let ax = normalize_axis("Unflatten", p.axis, x.ndim())? as i32;
+        ops::flatten(c, ax, ax + p.shape.len() as i32 - 1)
+    });
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         if self.shape.contains(&-1) {
             return Ok(());
@@ -441,6 +475,14 @@ impl Primitive for Transpose {
         let strides = axes.iter().map(|&a| d.strides[a]).collect();
         Ok(vec![Data { strides, ..d }])
     }
+    linear_rules!(|p, x, c| {
+        let axes = normalize_axes("Transpose", &p.axes, x.ndim())?;
+        let mut inverse = vec![0i32; axes.len()];
+        for (i, &a) in axes.iter().enumerate() {
+            inverse[a] = i as i32;
+        }
+        ops::transpose(c, &inverse)
+    });
 }
 
 /// Removes the listed size-1 axes (a view).
@@ -478,6 +520,11 @@ impl Primitive for Squeeze {
             .collect();
         Ok(vec![Data { strides, ..d }])
     }
+    linear_rules!(|p, _, c| if p.axes.is_empty() {
+        Ok(c.clone())
+    } else {
+        ops::expand_dims(c, &p.axes)
+    });
 }
 
 /// Inserts size-1 axes at the listed output positions (a view).
@@ -522,4 +569,9 @@ impl Primitive for ExpandDims {
         let strides = insert_at(&d.strides, &axes, 0);
         Ok(vec![Data { strides, ..d }])
     }
+    linear_rules!(|p, _, c| if p.axes.is_empty() {
+        Ok(c.clone())
+    } else {
+        ops::squeeze(c, &p.axes)
+    });
 }
