@@ -2,7 +2,9 @@
 //! padded, dilated (kernel and input), grouped, optionally flipped.
 
 use super::expect_inputs;
+use super::grad_util::multilinear_jvp;
 use crate::backend::cpu::conv::{conv, ConvParams};
+use crate::ops;
 use crate::primitive::Spec;
 use crate::{Array, Data, Error, Primitive, Result};
 
@@ -165,5 +167,140 @@ impl Primitive for Convolution {
             out[0].dtype,
             &out[0].shape,
         )?])
+    }
+
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        let (x, w, c) = (&primals[0], &primals[1], &cot[0]);
+        argnums
+            .iter()
+            .map(|&a| match a {
+                0 => self.input_grad(x, w, c),
+                _ => self.weight_grad(x, w, c),
+            })
+            .collect()
+    }
+
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        multilinear_jvp(self, primals, tangents, argnums)
+    }
+}
+
+/// `1 + dilation · (n − 1)`: the extent of `n` taps `dilation` apart.
+fn dilated(n: i32, dilation: i32) -> i64 {
+    1 + dilation as i64 * (n as i64 - 1)
+}
+
+fn to_i32(v: i64) -> Result<i32> {
+    i32::try_from(v).map_err(|_| Error::invalid("conv", format!("size {v} overflows int32")))
+}
+
+/// With `groups > 1`, `x` with axis `group_dim` split into (groups, rest),
+/// axes `a` and `b` swapped, and the two group axes merged again (MLX's
+/// regrouping of channels); with one group just axes 0 and −1 swapped.
+fn group_transpose(x: &Array, groups: i32, group_dim: usize, a: i32, b: i32) -> Result<Array> {
+    if groups == 1 {
+        return ops::swapaxes(x, 0, -1);
+    }
+    let mut shape = x.shape().to_vec();
+    shape.insert(group_dim, groups);
+    shape[group_dim + 1] /= groups;
+    let t = ops::swapaxes(&ops::reshape(x, &shape)?, a, b)?;
+    ops::flatten(&t, group_dim as i32, group_dim as i32 + 1)
+}
+
+impl Convolution {
+    /// This convolution's parameters with other operands: padding may be
+    /// negative (cropping), and the output is cut to the spatial sizes
+    /// `want`. Negative low padding is raised by whole strides and the
+    /// surplus outputs sliced off the front; negative high padding is
+    /// raised to 0 and the surplus sliced off the back.
+    fn conv_cropped(
+        &self,
+        x: &Array,
+        w: &Array,
+        lo: &[i32],
+        hi: &[i32],
+        want: &[i32],
+    ) -> Result<Array> {
+        let stride = &self.kernel_strides;
+        let mut start = vec![0; x.ndim()];
+        let mut padding_lo = lo.to_vec();
+        for (i, p) in padding_lo.iter_mut().enumerate() {
+            if *p < 0 {
+                let m = (-*p + stride[i] - 1) / stride[i];
+                *p += m * stride[i];
+                start[i + 1] = m;
+            }
+        }
+        let p = Convolution {
+            padding_lo,
+            padding_hi: hi.iter().map(|&h| h.max(0)).collect(),
+            ..self.clone()
+        };
+        let y = Array::from_primitive(p, vec![x.clone(), w.clone()])?;
+        let mut stop = y.shape().to_vec();
+        for (i, &n) in want.iter().enumerate() {
+            stop[i + 1] = start[i + 1] + n;
+        }
+        if stop == y.shape() && start.iter().all(|&s| s == 0) {
+            return Ok(y);
+        }
+        ops::slice(&y, &start, &stop, &[])
+    }
+
+    /// Cotangent of the input: the cotangent convolved with the regrouped,
+    /// flipped weight, strides and input dilation exchanged.
+    fn input_grad(&self, x: &Array, w: &Array, cot: &Array) -> Result<Array> {
+        let nd = x.ndim() - 2;
+        let (mut lo, mut hi) = (Vec::with_capacity(nd), Vec::with_capacity(nd));
+        for i in 0..nd {
+            let k = dilated(w.shape()[i + 1], self.kernel_dilation[i]);
+            let n_in = dilated(x.shape()[i + 1], self.input_dilation[i]);
+            let n_cot = dilated(cot.shape()[i + 1], self.kernel_strides[i]);
+            let l = self.padding_lo[i] as i64;
+            lo.push(to_i32(k - 1 - l)?);
+            hi.push(to_i32(n_in + l - n_cot)?);
+        }
+        let wt = group_transpose(w, self.groups, 0, 1, -1)?;
+        let p = Convolution {
+            kernel_strides: self.input_dilation.clone(),
+            input_dilation: self.kernel_strides.clone(),
+            flip: !self.flip,
+            ..self.clone()
+        };
+        p.conv_cropped(cot, &wt, &lo, &hi, &x.shape()[1..=nd])
+    }
+
+    /// Cotangent of the weight: the regrouped input (channels as batch)
+    /// convolved with the cotangent (batch as channels), strides and kernel
+    /// dilation exchanged; flipped back for a flipped convolution.
+    fn weight_grad(&self, x: &Array, w: &Array, cot: &Array) -> Result<Array> {
+        let nd = x.ndim() - 2;
+        let mut hi = Vec::with_capacity(nd);
+        for i in 0..nd {
+            let k = dilated(w.shape()[i + 1], self.kernel_dilation[i]);
+            let n_in = dilated(x.shape()[i + 1], self.input_dilation[i]);
+            let n_cot = dilated(cot.shape()[i + 1], self.kernel_strides[i]);
+            hi.push(to_i32(k - 1 + n_cot - n_in - self.padding_lo[i] as i64)?);
+        }
+        let xt = group_transpose(x, self.groups, nd + 1, 0, -1)?;
+        let ct = ops::swapaxes(cot, 0, -1)?;
+        let p = Convolution {
+            kernel_strides: self.kernel_dilation.clone(),
+            kernel_dilation: self.kernel_strides.clone(),
+            flip: false,
+            ..self.clone()
+        };
+        let mut g = p.conv_cropped(&xt, &ct, &self.padding_lo, &hi, &w.shape()[1..=nd])?;
+        if self.flip {
+            g = ops::flip(&g, &(1..=nd as i32).collect::<Vec<_>>())?;
+        }
+        ops::swapaxes(&g, 0, -1)
     }
 }

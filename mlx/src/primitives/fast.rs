@@ -130,6 +130,15 @@ impl Primitive for RMSNorm {
         );
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        self.rule(primals, cot, argnums)
+    }
 }
 
 impl Primitive for LayerNorm {
@@ -153,6 +162,15 @@ impl Primitive for LayerNorm {
             round_fn(out[0].dtype),
         );
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
+    }
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        self.rule(primals, cot, argnums)
     }
 }
 
@@ -245,11 +263,23 @@ impl Primitive for RoPE {
         let y = kernel::rope(&read_f32(x)?, &p, round_fn(out[0].dtype));
         Ok(vec![write_f32(&y, out[0].dtype, &out[0].shape)])
     }
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        self.rule(primals, cot, argnums)
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        self.forward_rule(primals, tangents, argnums)
+    }
 }
 
 impl ScaledDotProductAttention {
     /// Index of the mask input, if there is one.
-    fn mask_index(&self, n_inputs: usize) -> Option<usize> {
+    pub(crate) fn mask_index(&self, n_inputs: usize) -> Option<usize> {
         (n_inputs == 4 + self.has_sinks as usize).then_some(3)
     }
 }
@@ -373,5 +403,14 @@ impl Primitive for ScaledDotProductAttention {
             res.push(write_f32(&lse, Dtype::Float32, &spec.shape));
         }
         Ok(res)
+    }
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        self.rule(primals, cot, argnums)
     }
 }

@@ -3,10 +3,12 @@
 //! `odd_out`, the parity of a complex-to-real output length).
 
 use super::expect_inputs;
+use super::grad_util::linear_jvp;
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::fast::read_f32;
 use crate::backend::cpu::fft::{c2c, c2r, r2c, C64};
 use crate::buffer::Buffer;
+use crate::ops;
 use crate::primitive::Spec;
 use crate::{Array, Complex64, Data, Dtype, Error, Primitive, Result};
 
@@ -134,5 +136,84 @@ impl Primitive for FFT {
         let real = c2r(&data, &shape, last, o.shape[last] as usize);
         let real: Vec<f32> = real.iter().map(|&v| v as f32).collect();
         Ok(vec![Data::contiguous(Buffer::from_slice(&real), &o.shape)])
+    }
+    /// MLX's rule: the transform in the other direction, unnormalised; for
+    /// real transforms the interior frequencies (used twice by the
+    /// Hermitian half-spectrum) are weighted by 2 (inverse) or ½ (forward).
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        _: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        let (x, c) = (&primals[0], &cot[0]);
+        let size = |a: &Array| -> f64 {
+            self.axes
+                .iter()
+                .map(|&ax| a.shape()[ax as usize] as f64)
+                .product()
+        };
+        let n = if self.inverse { size(c) } else { size(x) };
+        let transform = |a: &Array, inverse: bool, odd_out: bool| {
+            let p = FFT {
+                inverse,
+                odd_out,
+                ..self.clone()
+            };
+            Array::from_primitive(p, vec![a.clone()])
+        };
+        let g = match (self.real, self.inverse) {
+            (false, inverse) => {
+                let scale = if inverse { 1.0 / n } else { n };
+                let t = transform(c, !inverse, false)?;
+                ops::multiply(&t, &Array::scalar(Complex64::new(scale as f32, 0.0)))?
+            }
+            (true, true) => {
+                let w = self.half_spectrum_weights(x, c, 2.0 / n, 1.0 / n)?;
+                ops::multiply(&transform(c, false, false)?, &w)?
+            }
+            (true, false) => {
+                let w = self.half_spectrum_weights(c, x, 0.5, 1.0)?;
+                let odd = x.shape()[*self.axes.last().expect("real") as usize] % 2 == 1;
+                let t = transform(&ops::multiply(c, &w)?, true, odd)?;
+                ops::multiply(&t, &Array::scalar(n as f32))?
+            }
+        };
+        Ok(vec![g])
+    }
+
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, primals, tangents, argnums, &[0], "its input")
+    }
+}
+
+impl FFT {
+    /// Weights along the halved axis of `spectrum` (broadcastable to it):
+    /// `interior` for the frequencies a real signal of the length of
+    /// `signal`'s axis uses twice, `edge` for DC and (even lengths) Nyquist.
+    fn half_spectrum_weights(
+        &self,
+        spectrum: &Array,
+        signal: &Array,
+        interior: f64,
+        edge: f64,
+    ) -> Result<Array> {
+        let ax = *self.axes.last().expect("real transforms have an axis") as usize;
+        let m = spectrum.shape()[ax];
+        let odd = signal.shape()[ax] % 2;
+        let vals: Vec<Complex64> = (0..m)
+            .map(|i| {
+                let v = if i > 0 && i < m - 1 + odd {
+                    interior
+                } else {
+                    edge
+                };
+                Complex64::new(v as f32, 0.0)
+            })
+            .collect();
+        let mut shape = vec![1; spectrum.ndim()];
+        shape[ax] = m;
+        Array::from_slice(&vals, &shape)
     }
 }

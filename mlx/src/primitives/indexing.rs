@@ -7,8 +7,9 @@
 //! are an evaluation error here, where MLX reads or writes out of bounds.
 
 use super::expect_inputs;
+use super::grad_util::{linear_jvp, only_args};
 use crate::backend::cpu::indexing::{self as kernel, is_index_dtype, Combine};
-use crate::ops::normalize_axis;
+use crate::ops::{self, normalize_axis};
 use crate::primitive::Spec;
 use crate::{Array, Data, Dtype, Error, Primitive, Result};
 
@@ -138,7 +139,31 @@ impl Primitive for Gather {
         let d = kernel::gather(&inputs[0], &inputs[1..], &axes, &self.slice_sizes, &out[0])?;
         Ok(vec![d])
     }
+    /// The cotangent added back at the gathered positions (Scatter Sum).
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        only_args("Gather", argnums, &[0], INDICES)?;
+        let mut inputs = vec![ops::zeros_like(&primals[0])?];
+        inputs.extend_from_slice(&primals[1..]);
+        inputs.push(cot[0].clone());
+        let p = Scatter {
+            reduce_type: ScatterType::Sum,
+            axes: self.axes.clone(),
+        };
+        Ok(vec![Array::from_primitive(p, inputs)?])
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, primals, tangents, argnums, &[0], INDICES)
+    }
 }
+
+/// How the rules name the inputs that have no derivative.
+const INDICES: &str = "its indices";
 
 /// Checks (src, indices[, updates]) for the `axis` primitives: same rank,
 /// integer indices, sizes equal to the source's except along `axis`.
@@ -182,6 +207,29 @@ impl Primitive for GatherAxis {
         Ok(vec![kernel::gather_axis(
             &inputs[0], &inputs[1], ax, &out[0],
         )?])
+    }
+    /// The cotangent added back along the axis (ScatterAxis Sum).
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        only_args("GatherAxis", argnums, &[0], INDICES)?;
+        let p = ScatterAxis {
+            reduce_type: ScatterAxisType::Sum,
+            axis: self.axis,
+        };
+        let inputs = vec![
+            ops::zeros_like(&primals[0])?,
+            primals[1].clone(),
+            cot[0].clone(),
+        ];
+        Ok(vec![Array::from_primitive(p, inputs)?])
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, primals, tangents, argnums, &[0], INDICES)
     }
 }
 
@@ -258,6 +306,68 @@ impl Primitive for Scatter {
         )?;
         Ok(vec![d])
     }
+    /// Assignment and sum pass the cotangent to the kept destination
+    /// entries and gather it for the updates; max and min route it to
+    /// whichever of the two produced the result (both on ties).
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        outputs: &[Array],
+    ) -> Result<Vec<Array>> {
+        let n = primals.len();
+        only_args("Scatter", argnums, &[0, n - 1], INDICES)?;
+        if self.reduce_type == ScatterType::Prod {
+            return Err(super::grad_util::not_differentiable(
+                "Scatter",
+                "a product reduction",
+            ));
+        }
+        let (dst, idx, upd, c) = (&primals[0], &primals[1..n - 1], &primals[n - 1], &cot[0]);
+        let extreme = matches!(self.reduce_type, ScatterType::Max | ScatterType::Min);
+        let k = upd.ndim() - dst.ndim();
+        let gather = |a: &Array| {
+            let mut inputs = vec![a.clone()];
+            inputs.extend_from_slice(idx);
+            let p = Gather {
+                axes: self.axes.clone(),
+                slice_sizes: upd.shape()[k..].to_vec(),
+            };
+            Array::from_primitive(p, inputs)
+        };
+        argnums
+            .iter()
+            .map(|&a| match (a, self.reduce_type) {
+                (0, ScatterType::None) => {
+                    let mut inputs = vec![c.clone()];
+                    inputs.extend_from_slice(idx);
+                    inputs.push(ops::zeros_like(upd)?);
+                    Array::from_primitive(self.clone(), inputs)
+                }
+                (0, _) if extreme => keep_where_equal(c, &outputs[0], dst),
+                (0, _) => Ok(c.clone()),
+                (_, _) if extreme => keep_where_equal(&gather(c)?, &gather(&outputs[0])?, upd),
+                _ => gather(c),
+            })
+            .collect()
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        if !matches!(self.reduce_type, ScatterType::None | ScatterType::Sum) {
+            return Err(super::grad_util::not_differentiable(
+                "Scatter",
+                &format!("a {} reduction in forward mode", self.reduce_type.name()),
+            ));
+        }
+        linear_jvp(
+            self,
+            primals,
+            tangents,
+            argnums,
+            &[0, primals.len() - 1],
+            INDICES,
+        )
+    }
     fn check_shapeless(&self, _inputs: &[Spec]) -> Result<()> {
         Err(Error::invalid(
             "Scatter",
@@ -311,6 +421,40 @@ impl Primitive for ScatterAxis {
         let d = kernel::scatter_axis(&inputs[0], &inputs[1], &inputs[2], ax, how, &out[0])?;
         Ok(vec![d])
     }
+    /// As Scatter's rule, along one axis.
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        only_args("ScatterAxis", argnums, &[0, 2], INDICES)?;
+        let (idx, upd, c) = (&primals[1], &primals[2], &cot[0]);
+        argnums
+            .iter()
+            .map(|&a| match (a, self.reduce_type) {
+                (0, ScatterAxisType::None) => Array::from_primitive(
+                    self.clone(),
+                    vec![c.clone(), idx.clone(), ops::zeros_like(upd)?],
+                ),
+                (0, ScatterAxisType::Sum) => Ok(c.clone()),
+                _ => Array::from_primitive(
+                    GatherAxis { axis: self.axis },
+                    vec![c.clone(), idx.clone()],
+                ),
+            })
+            .collect()
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, primals, tangents, argnums, &[0, 2], INDICES)
+    }
+}
+
+/// `c` where `result == source` (the source gave the result), else 0.
+fn keep_where_equal(c: &Array, result: &Array, source: &Array) -> Result<Array> {
+    let zero = Array::scalar_of(0.0, c.dtype());
+    ops::where_(&ops::equal(result, source)?, c, &zero)
 }
 
 /// Boolean-mask assignment: inputs (dst, mask of dst's shape, values);
@@ -349,5 +493,44 @@ impl Primitive for MaskedScatter {
         Ok(vec![kernel::masked_scatter(
             &inputs[0], &inputs[1], &inputs[2], &out[0],
         )?])
+    }
+    /// The destination keeps the cotangent where the mask is false; the
+    /// values get it back from the masked positions: per batch, the running
+    /// count of true mask entries is each position's value index.
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        only_args("MaskedScatter", argnums, &[0, 2], "its mask")?;
+        let (mask, vals, c) = (&primals[1], &primals[2], &cot[0]);
+        let zero = Array::scalar_of(0.0, c.dtype());
+        argnums
+            .iter()
+            .map(|&a| {
+                if a == 0 {
+                    return ops::where_(mask, &zero, c);
+                }
+                let b = mask.shape()[0];
+                let m = ops::reshape(mask, &[b, -1])?;
+                let count = ops::cumsum(&ops::astype(&m, Dtype::Int32)?, Some(1), false, false)?;
+                let pos = ops::where_(&m, &count, &Array::scalar(0i32))?;
+                let upd = ops::where_(&m, &ops::reshape(c, &[b, -1])?, &zero)?;
+                let dst = ops::zeros(&[b, (vals.size() / b.max(1) as usize) as i32], c.dtype())?;
+                let p = ScatterAxis {
+                    reduce_type: ScatterAxisType::Sum,
+                    axis: 1,
+                };
+                ops::reshape(
+                    &Array::from_primitive(p, vec![dst, pos, upd])?,
+                    vals.shape(),
+                )
+            })
+            .collect()
+    }
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        linear_jvp(self, primals, tangents, argnums, &[0, 2], "its mask")
     }
 }

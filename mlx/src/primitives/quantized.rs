@@ -357,6 +357,77 @@ impl Primitive for QuantizedMatmul {
         }
         Ok(vec![write_f32(&result, o.dtype, &o.shape)])
     }
+
+    /// x: the product with the other orientation of the same quantized
+    /// matrix; scales and biases (affine): per-group sums of the dense
+    /// weight cotangent (times the quantized values for the scales). The
+    /// packed weights have no gradient.
+    fn vjp(
+        &self,
+        primals: &[Array],
+        cot: &[Array],
+        argnums: &[usize],
+        _: &[Array],
+    ) -> Result<Vec<Array>> {
+        use crate::ops as o;
+        super::grad_util::only_args(
+            "QuantizedMatmul",
+            argnums,
+            &[0, 2, 3],
+            "its quantized weights",
+        )?;
+        let (x, w, c) = (&primals[0], &primals[1], &cot[0]);
+        let mut dense: Option<Array> = None;
+        argnums
+            .iter()
+            .map(|&a| {
+                if a == 0 {
+                    let p = QuantizedMatmul {
+                        transpose: !self.transpose,
+                        ..self.clone()
+                    };
+                    let inputs = vec![c.clone(), w.clone(), primals[2].clone(), primals[3].clone()];
+                    return Array::from_primitive(p, inputs);
+                }
+                if dense.is_none() {
+                    let nd = w.ndim() as i32;
+                    let fc = o::flatten(c, 0, -nd)?;
+                    let fx = o::flatten(x, 0, -nd)?;
+                    let dw = if self.transpose {
+                        o::matmul(&o::swapaxes(&fc, -1, -2)?, &fx)?
+                    } else {
+                        o::matmul(&o::swapaxes(&fx, -1, -2)?, &fc)?
+                    };
+                    dense = Some(o::unflatten(&dw, -1, &[-1, self.group_size])?);
+                }
+                let dsb = dense.as_ref().expect("set above");
+                if a == 3 {
+                    return o::sum(dsb, &[-1], false);
+                }
+                let (s, b) = (&primals[2], &primals[3]);
+                let q = o::dequantize(
+                    w,
+                    &o::ones_like(s)?,
+                    &o::zeros_like(b)?,
+                    self.group_size,
+                    self.bits,
+                )?;
+                let q = o::unflatten(&q, -1, &[-1, self.group_size])?;
+                o::sum(&o::multiply(dsb, &q)?, &[-1], false)
+            })
+            .collect()
+    }
+
+    fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        super::grad_util::linear_jvp(
+            self,
+            primals,
+            tangents,
+            argnums,
+            &[0],
+            "its quantized weights",
+        )
+    }
 }
 
 /// `x[lhs[p]] @ dequantize(w[rhs[p]])(.T)` for every position p of the
