@@ -559,3 +559,51 @@ fn mlp_training_with_value_and_grad_matches_mlx() {
         assert_close(a, &fx(&format!("mlp_final_{n}")), 1e-5, 1e-6);
     }
 }
+
+#[test]
+fn exported_block_takes_parameters_as_inputs() {
+    // A small pre-norm attention block; its parameters are the exported
+    // function's first inputs, so one file serves any weights.
+    let (norm, mha, proj) = {
+        let _g = seeded(12);
+        (
+            LayerNorm::new(16, 1e-5, true, true).unwrap(),
+            MultiHeadAttention::new(16, 4, true).unwrap(),
+            Linear::new(16, 8, true).unwrap(),
+        )
+    };
+    let mut params = Parameters::new();
+    params.extend_prefixed("norm", norm.parameters());
+    params.extend_prefixed("attn", mha.parameters());
+    params.extend_prefixed("proj", proj.parameters());
+    let names: Vec<String> = params.names().map(String::from).collect();
+    let np = names.len();
+    let block = move |a: &[Array]| -> mlx::Result<Vec<Array>> {
+        let p = Parameters::from_arrays(&names, &a[..np])?;
+        let (mut norm, mut mha, mut proj) = (norm.clone(), mha.clone(), proj.clone());
+        norm.update(&p.under("norm"))?;
+        mha.update(&p.under("attn"))?;
+        proj.update(&p.under("proj"))?;
+        let h = norm.forward(&a[np])?;
+        let h = ops::add(&a[np], &mha.forward(&h)?)?;
+        Ok(vec![gelu_approx(&proj.forward(&h)?)?])
+    };
+    let x = fx("mha_self_x");
+    let mut args = params.arrays();
+    args.push(x.clone());
+    let eager = block(&args).unwrap();
+
+    let path = std::env::temp_dir().join(format!("nn-block-{}.mlxfn", std::process::id()));
+    mlx::export_function(&path, &block, &args, &mlx::ExportOptions::default()).unwrap();
+    let f = mlx::import_function(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_close(&f.call(&args).unwrap()[0], &eager[0], 1e-6, 1e-6);
+    // Other weights through the same file: scaled parameters change the output.
+    let mut scaled = params
+        .map(|_, a| ops::multiply(a, &Array::scalar(0.5f32)))
+        .unwrap()
+        .arrays();
+    scaled.push(x);
+    let want = block(&scaled).unwrap();
+    assert_close(&f.call(&scaled).unwrap()[0], &want[0], 1e-6, 1e-6);
+}
