@@ -42,7 +42,7 @@ impl Adam {
                 ));
             }
         }
-        if !(self.eps >= 0.0) {
+        if self.eps.is_nan() || self.eps < 0.0 {
             return Err(Error::invalid(
                 op,
                 format!("epsilon should be >= 0, found {}", self.eps),
