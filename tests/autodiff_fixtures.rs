@@ -46,8 +46,16 @@ fn mlp_cross_entropy_gradients_match_mlx() {
 #[test]
 fn softmax_and_logsumexp_gradients_match_mlx() {
     let f = |a: &[Array]| {
-        let s = ops::sum(&ops::multiply(&ops::softmax(&a[0], &[-1], false)?, &a[1])?, &[], false)?;
-        let l = ops::sum(&ops::multiply(&ops::logsumexp(&a[0], &[0], false)?, &a[2])?, &[], false)?;
+        let s = ops::sum(
+            &ops::multiply(&ops::softmax(&a[0], &[-1], false)?, &a[1])?,
+            &[],
+            false,
+        )?;
+        let l = ops::sum(
+            &ops::multiply(&ops::logsumexp(&a[0], &[0], false)?, &a[2])?,
+            &[],
+            false,
+        )?;
         Ok(vec![ops::add(&s, &l)?])
     };
     let args: Vec<Array> = ["a", "w", "v"]
@@ -73,7 +81,10 @@ fn slicing_and_concatenation_gradients_match_mlx() {
         )?;
         let padded = ops::pad(&joined, &[(1, 0), (0, 2)], &f32s(0.0))?;
         let n = padded.size() as f64;
-        let ramp = ops::reshape(&ops::arange(0.0, n, 1.0, mlx::Dtype::Int32)?, padded.shape())?;
+        let ramp = ops::reshape(
+            &ops::arange(0.0, n, 1.0, mlx::Dtype::Int32)?,
+            padded.shape(),
+        )?;
         let s = ops::split_at(&flipped, &[2], 0)?;
         let first = ops::sum(&ops::multiply(&ops::tanh(&padded)?, &ramp)?, &[], false)?;
         let second = ops::sum(
@@ -146,7 +157,13 @@ fn exported_value_and_grad_of_an_mlp_matches_eager_and_mlx() {
         let shifted: Vec<Array> = args
             .iter()
             .enumerate()
-            .map(|(i, a)| if i < 4 { ops::multiply(a, &f32s(0.5)).unwrap() } else { a.clone() })
+            .map(|(i, a)| {
+                if i < 4 {
+                    ops::multiply(a, &f32s(0.5)).unwrap()
+                } else {
+                    a.clone()
+                }
+            })
             .collect();
         let again = imported.call(&shifted).unwrap();
         for (o, e) in again.iter().zip(&sgd_step(&shifted).unwrap()) {

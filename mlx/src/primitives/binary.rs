@@ -292,7 +292,11 @@ impl Primitive for ArcTan2 {
     // d atan2(a, b) = (b da - a db) / (a^2 + b^2)
     elementwise_rules!(|_, i, x, _| {
         let r = ops::add(&ops::square(&x[0])?, &ops::square(&x[1])?)?;
-        let num = if i == 0 { x[1].clone() } else { ops::negative(&x[0])? };
+        let num = if i == 0 {
+            x[1].clone()
+        } else {
+            ops::negative(&x[0])?
+        };
         Ok(Partial::Times(ops::divide(&num, &r)?))
     });
 }
@@ -330,7 +334,11 @@ impl Primitive for LogAddExp {
     }
     // The weights of each input: sigmoid(a - b) and sigmoid(b - a).
     elementwise_rules!(|_, i, x, _| {
-        let (p, q) = if i == 0 { (&x[0], &x[1]) } else { (&x[1], &x[0]) };
+        let (p, q) = if i == 0 {
+            (&x[0], &x[1])
+        } else {
+            (&x[1], &x[0])
+        };
         Ok(Partial::Times(ops::sigmoid(&ops::subtract(p, q)?)?))
     });
 }

@@ -208,7 +208,12 @@ macro_rules! elementwise_rules {
         ) -> Result<Vec<Array>> {
             $crate::primitives::grad::zero_vjp(primals, argnums)
         }
-        fn jvp(&self, primals: &[Array], _tangents: &[Array], _argnums: &[usize]) -> Result<Vec<Array>> {
+        fn jvp(
+            &self,
+            primals: &[Array],
+            _tangents: &[Array],
+            _argnums: &[usize],
+        ) -> Result<Vec<Array>> {
             $crate::primitives::grad::zero_jvp(self, primals)
         }
     };
@@ -225,7 +230,12 @@ macro_rules! elementwise_rules {
                 partial(self, i, primals, &outputs[0])
             })
         }
-        fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        fn jvp(
+            &self,
+            primals: &[Array],
+            tangents: &[Array],
+            argnums: &[usize],
+        ) -> Result<Vec<Array>> {
             let partial: $crate::primitives::grad::PartialFn<Self> = $partial;
             let out = $crate::primitives::grad::reapply(self, primals)?;
             $crate::primitives::grad::elementwise_jvp(tangents, argnums, out[0].spec(), |i| {
@@ -243,7 +253,12 @@ macro_rules! linear_jvp_rule {
         $crate::primitives::grad::linear_jvp_rule!(|_| true);
     };
     ($linear:expr) => {
-        fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
+        fn jvp(
+            &self,
+            primals: &[Array],
+            tangents: &[Array],
+            argnums: &[usize],
+        ) -> Result<Vec<Array>> {
             $crate::primitives::grad::linear_jvp(self, primals, tangents, argnums, $linear)
         }
     };

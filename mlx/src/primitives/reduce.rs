@@ -93,7 +93,12 @@ impl Primitive for Reduce {
         }
         let out = reapply(self, x)?.remove(0);
         match self.partial(&x[0], &out)? {
-            Some(d) => Ok(vec![reduction_pushforward(&t[0], &d, &self.axes, out.dtype())?]),
+            Some(d) => Ok(vec![reduction_pushforward(
+                &t[0],
+                &d,
+                &self.axes,
+                out.dtype(),
+            )?]),
             None => Ok(vec![zeros_like(&out)?]),
         }
     }
@@ -112,7 +117,10 @@ impl Reduce {
                 let mask = ops::equal(x, out)?;
                 let ax: Vec<i32> = axes.iter().map(|&a| a as i32).collect();
                 let n = sum_kept(&mask, &ax)?;
-                Some(ops::divide(&ops::cast_to(&mask, x.dtype())?, &ops::cast_to(&n, x.dtype())?)?)
+                Some(ops::divide(
+                    &ops::cast_to(&mask, x.dtype())?,
+                    &ops::cast_to(&n, x.dtype())?,
+                )?)
             }
             ReduceType::Sum | ReduceType::And | ReduceType::Or => None,
         })

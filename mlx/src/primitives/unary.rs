@@ -376,7 +376,10 @@ impl Primitive for Sigmoid {
         };
         Ok(vec![d])
     }
-    elementwise_rules!(|_, _, _, y| times(|| ops::multiply(y, &ops::subtract(&constant(1.0, y), y)?)));
+    elementwise_rules!(|_, _, _, y| times(|| ops::multiply(
+        y,
+        &ops::subtract(&constant(1.0, y), y)?
+    )));
 }
 
 /// Defines a primitive that is the identity on integers and bool (the

@@ -9,7 +9,6 @@ use crate::{Array, Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-
 /// Fresh leaves for the primals: the graph `f` builds on them starts
 /// exactly at these arrays. An evaluated primal outside a trace gets a new
 /// array sharing its data; otherwise (a placeholder or a pending array, or
@@ -80,8 +79,7 @@ fn active_nodes(inputs: &[Array], outputs: &[Array]) -> Vec<Arc<Node>> {
     order
         .into_iter()
         .filter(|n| {
-            let hit =
-                !stops_gradient(n) && n.inputs().iter().any(|a| active.contains(&a.id()));
+            let hit = !stops_gradient(n) && n.inputs().iter().any(|a| active.contains(&a.id()));
             if hit {
                 for o in n.outputs().into_iter().flatten() {
                     active.insert(o.id());

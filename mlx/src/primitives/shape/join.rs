@@ -249,7 +249,8 @@ impl Primitive for Pad {
                 if i == 0 {
                     return Ok(inner.clone());
                 }
-                let rest = ops::subtract(&ops::sum(c, &[], false)?, &ops::sum(&inner, &[], false)?)?;
+                let rest =
+                    ops::subtract(&ops::sum(c, &[], false)?, &ops::sum(&inner, &[], false)?)?;
                 ops::reshape(&ops::cast_to(&rest, p[1].dtype())?, p[1].shape())
             })
             .collect()

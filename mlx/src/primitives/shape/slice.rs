@@ -314,12 +314,20 @@ impl Primitive for SliceUpdate {
         )?;
         Ok(vec![Data::contiguous(buf, &out[0].shape)])
     }
-    fn vjp(&self, p: &[Array], c: &[Array], argnums: &[usize], out: &[Array]) -> Result<Vec<Array>> {
+    fn vjp(
+        &self,
+        p: &[Array],
+        c: &[Array],
+        argnums: &[usize],
+        out: &[Array],
+    ) -> Result<Vec<Array>> {
         let (dst, upd, c, out) = (&p[0], &p[1], &c[0], &out[0]);
         argnums
             .iter()
             .map(|&i| match (i, self.reduce_type) {
-                (0, SliceUpdateType::None) => self.with(SliceUpdateType::None, c, &zeros_like(upd)?),
+                (0, SliceUpdateType::None) => {
+                    self.with(SliceUpdateType::None, c, &zeros_like(upd)?)
+                }
                 (0, SliceUpdateType::Sum) => Ok(c.clone()),
                 (0, SliceUpdateType::Prod) => self.with(SliceUpdateType::Prod, c, upd),
                 // Max/min: the gradient goes where the kept value came from.
@@ -492,7 +500,10 @@ impl Primitive for DynamicSlice {
         argnums
             .iter()
             .map(|&i| match i {
-                0 => Array::from_primitive(put.clone(), vec![zeros_like(&p[0])?, c[0].clone(), p[1].clone()]),
+                0 => Array::from_primitive(
+                    put.clone(),
+                    vec![zeros_like(&p[0])?, c[0].clone(), p[1].clone()],
+                ),
                 _ => zeros_like(&p[i]),
             })
             .collect()
@@ -577,7 +588,10 @@ impl Primitive for DynamicSliceUpdate {
         argnums
             .iter()
             .map(|&i| match i {
-                0 => Array::from_primitive(self.clone(), vec![c.clone(), zeros_like(upd)?, start.clone()]),
+                0 => Array::from_primitive(
+                    self.clone(),
+                    vec![c.clone(), zeros_like(upd)?, start.clone()],
+                ),
                 1 => {
                     let take = DynamicSlice {
                         axes: self.axes.clone(),
