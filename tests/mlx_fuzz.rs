@@ -179,7 +179,7 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Arbitrary bytes, alone and after a valid header.
     #[test]
@@ -219,6 +219,7 @@ fn every_fixture_with_every_word_made_huge() {
     for bytes in fixtures().iter().take(12) {
         let (r, peak) = decode_peak(bytes);
         assert!(r.is_ok());
+        assert!(peak > 0, "the allocation counter saw nothing");
         assert!(peak <= budget(bytes.len()), "{peak} for {} bytes", bytes.len());
         for at in 0..bytes.len().saturating_sub(8) {
             for value in [1u64 << 60, u64::MAX] {
@@ -374,5 +375,33 @@ fn huge_strings_are_rejected_before_allocation() {
         w.u64(n);
         w.raw(b"Arange");
         expect_rejected(&w.bytes, "huge primitive name", "cannot fit");
+    }
+}
+
+/// An `Arange` entry whose sibling count is `n_siblings`, with empty sibling vectors.
+fn sibling_file(n_siblings: u64) -> Vec<u8> {
+    let mut w = MlxWriter::new();
+    header(&mut w);
+    w.len(0);
+    w.len(0);
+    w.len(0);
+    w.len(1);
+    w.u64(9);
+    w.u64(1);
+    w.u64(9);
+    w.bool(true);
+    w.len(0);
+    (0..3).for_each(|_| w.i32(0));
+    w.str("Arange");
+    [0.0, 4.0, 1.0].iter().for_each(|&v| w.f64(v));
+    w.u64(n_siblings);
+    (0..3).for_each(|_| w.len(0));
+    w.bytes
+}
+
+#[test]
+fn sibling_count_of_u64_max_is_an_error() {
+    for n in [u64::MAX, u64::MAX - 1, 1 << 60, 1] {
+        expect_rejected(&sibling_file(n), "huge sibling count", "inconsistent sibling block");
     }
 }
