@@ -33,7 +33,13 @@ fn write_case(
     calls: &[Call],
     manifest: &mut String,
 ) {
-    write_case_with(dir, name, |c| f.call_kwargs(&c.args, &c.kwargs), calls, manifest)
+    write_case_with(
+        dir,
+        name,
+        |c| f.call_kwargs(&c.args, &c.kwargs),
+        calls,
+        manifest,
+    )
 }
 
 /// [`write_case`] with the expected outputs computed by `run` (e.g. directly
@@ -232,10 +238,7 @@ fn main() -> mlx::Result<()> {
 /// Splits (B, T, H·Dh) into heads (B, H, T, Dh).
 fn heads(z: &Array, h: i32) -> mlx::Result<Array> {
     let s = z.shape().to_vec();
-    ops::transpose(
-        &ops::reshape(z, &[s[0], s[1], h, s[2] / h])?,
-        &[0, 2, 1, 3],
-    )
+    ops::transpose(&ops::reshape(z, &[s[0], s[1], h, s[2] / h])?, &[0, 2, 1, 3])
 }
 
 /// Merges heads (B, H, T, Dh) back into (B, T, H·Dh).
@@ -262,21 +265,48 @@ fn attention_blocks(dir: &Path, mlx_fmt: &ExportOptions, manifest: &mut String) 
         arr(&v, &[rows, cols])
     };
     let (wq, wk, wv, wo) = (w(1, d, d), w(2, d, d), w(3, d, d), w(4, d, d));
-    let g = arr(&ramp(d as usize, 0.4).iter().map(|v| 1.0 + v).collect::<Vec<_>>(), &[d]);
+    let g = arr(
+        &ramp(d as usize, 0.4)
+            .iter()
+            .map(|v| 1.0 + v)
+            .collect::<Vec<_>>(),
+        &[d],
+    );
 
     // Causal self-attention with RoPE, pre-norm and a residual.
     let (q1, k1, v1, o1, g1) = (wq.clone(), wk.clone(), wv.clone(), wo.clone(), g.clone());
     let block = move |a: &[Array]| {
         let x = &a[0];
         let h = fast::rms_norm(x, Some(&g1), 1e-5)?;
-        let q = fast::rope(&heads(&ops::matmul(&h, &q1)?, 4)?, 4, false, Some(10000.0), 1.0, 0, None)?;
-        let k = fast::rope(&heads(&ops::matmul(&h, &k1)?, 4)?, 4, false, Some(10000.0), 1.0, 0, None)?;
+        let q = fast::rope(
+            &heads(&ops::matmul(&h, &q1)?, 4)?,
+            4,
+            false,
+            Some(10000.0),
+            1.0,
+            0,
+            None,
+        )?;
+        let k = fast::rope(
+            &heads(&ops::matmul(&h, &k1)?, 4)?,
+            4,
+            false,
+            Some(10000.0),
+            1.0,
+            0,
+            None,
+        )?;
         let v = heads(&ops::matmul(&h, &v1)?, 4)?;
         let o = fast::scaled_dot_product_attention(&q, &k, &v, 0.5, Some(Mask::Causal))?;
         Ok(vec![ops::add(x, &ops::matmul(&merge(&o)?, &o1)?)?])
     };
     let path = dir.join("attention.mlxfn");
-    mlx::export_function(&path, &block, &[arr(&vec![0.0; (2 * t * d) as usize], &[2, t, d])], &opts)?;
+    mlx::export_function(
+        &path,
+        &block,
+        &[arr(&vec![0.0; (2 * t * d) as usize], &[2, t, d])],
+        &opts,
+    )?;
     // Expected: the fused Rust kernels, run directly (the file holds the decomposition).
     write_case_with(
         dir,
@@ -294,9 +324,30 @@ fn attention_blocks(dir: &Path, mlx_fmt: &ExportOptions, manifest: &mut String) 
     let (wkv, wv2) = (w(5, d, d / 2), w(6, d, d / 2));
     let block = move |a: &[Array]| {
         let (x, mask) = (&a[0], &a[1]);
-        let h = fast::layer_norm(x, Some(&g), Some(&ops::multiply(&g, &Array::scalar(0.1f32))?), 1e-5)?;
-        let q = fast::rope(&heads(&ops::matmul(&h, &wq)?, 4)?, 4, true, Some(500.0), 1.0, 3, None)?;
-        let k = fast::rope(&heads(&ops::matmul(&h, &wkv)?, 2)?, 4, true, Some(500.0), 1.0, 3, None)?;
+        let h = fast::layer_norm(
+            x,
+            Some(&g),
+            Some(&ops::multiply(&g, &Array::scalar(0.1f32))?),
+            1e-5,
+        )?;
+        let q = fast::rope(
+            &heads(&ops::matmul(&h, &wq)?, 4)?,
+            4,
+            true,
+            Some(500.0),
+            1.0,
+            3,
+            None,
+        )?;
+        let k = fast::rope(
+            &heads(&ops::matmul(&h, &wkv)?, 2)?,
+            4,
+            true,
+            Some(500.0),
+            1.0,
+            3,
+            None,
+        )?;
         let v = heads(&ops::matmul(&h, &wv2)?, 2)?;
         let o = fast::scaled_dot_product_attention(&q, &k, &v, 0.5, Some(Mask::Array(mask)))?;
         Ok(vec![ops::matmul(&merge(&o)?, &wo)?])
@@ -309,7 +360,10 @@ fn attention_blocks(dir: &Path, mlx_fmt: &ExportOptions, manifest: &mut String) 
     mlx::export_function(
         &path,
         &block,
-        &[arr(&vec![0.0; (2 * t * d) as usize], &[2, t, d]), ops::astype(&mask, Dtype::Bool)?],
+        &[
+            arr(&vec![0.0; (2 * t * d) as usize], &[2, t, d]),
+            ops::astype(&mask, Dtype::Bool)?,
+        ],
         &opts,
     )?;
     write_case_with(

@@ -42,8 +42,14 @@ where
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
         assert_eq!(a.shape(), b.shape(), "{name} output {i}");
         assert_eq!(a.dtype(), b.dtype(), "{name} output {i}");
-        let x = ops::astype(a, Dtype::Float64).unwrap().to_vec::<f64>().unwrap();
-        let y = ops::astype(b, Dtype::Float64).unwrap().to_vec::<f64>().unwrap();
+        let x = ops::astype(a, Dtype::Float64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        let y = ops::astype(b, Dtype::Float64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
         let (mut worst, mut at) = (0.0f64, 0);
         for (k, (p, q)) in x.iter().zip(&y).enumerate() {
             let excess = (p - q).abs() - tol * (1.0 + q.abs());
@@ -128,7 +134,11 @@ fn attention_variants() {
         let v = normal(9, &[2, 2, 6, 4], d);
         let k4 = normal(10, &[2, 4, 6, 8], d);
         let v4 = normal(11, &[2, 4, 6, 4], d);
-        let bool_mask = ops::greater(&normal(12, &[5, 6], Dtype::Float32), &Array::scalar(-0.8f32)).unwrap();
+        let bool_mask = ops::greater(
+            &normal(12, &[5, 6], Dtype::Float32),
+            &Array::scalar(-0.8f32),
+        )
+        .unwrap();
         let add_mask = normal(13, &[2, 1, 5, 6], d);
         let sinks = normal(14, &[4], d);
         check(
@@ -142,7 +152,14 @@ fn attention_variants() {
                     fast::scaled_dot_product_attention(q, k, v, 0.35, Some(Mask::Array(&a[5])))?,
                     fast::scaled_dot_product_attention(q, k4, v4, 0.35, Some(Mask::Array(&a[6])))?,
                     fast::scaled_dot_product_attention(q, k, v, 0.35, Some(Mask::Array(&a[6])))?,
-                    fast::scaled_dot_product_attention_sinks(q, k, v, 0.35, Some(Mask::Causal), Some(&a[7]))?,
+                    fast::scaled_dot_product_attention_sinks(
+                        q,
+                        k,
+                        v,
+                        0.35,
+                        Some(Mask::Causal),
+                        Some(&a[7]),
+                    )?,
                     fast::scaled_dot_product_attention_sinks(q, k4, v4, 0.35, None, Some(&a[7]))?,
                 ])
             },

@@ -67,7 +67,10 @@ fn decode_peak(bytes: &[u8]) -> (mlx::Result<()>, usize) {
     let strict = decode(bytes, "fuzz", true).map(|_| ());
     let lenient = decode(bytes, "fuzz", false).map(|_| ());
     if strict.is_ok() {
-        assert!(lenient.is_ok(), "strict decode accepted what lenient rejected");
+        assert!(
+            lenient.is_ok(),
+            "strict decode accepted what lenient rejected"
+        );
     }
     let peak = PEAK.with(|p| p.get()) - base;
     (strict, peak)
@@ -106,15 +109,35 @@ fn fixtures() -> &'static [Vec<u8>] {
 /// One edit of a file; positions are fractions of the length so they stay in range.
 #[derive(Debug, Clone)]
 enum Mutation {
-    Flip { at: f64, bit: u8 },
-    Set { at: f64, byte: u8 },
-    Insert { at: f64, bytes: Vec<u8> },
-    Delete { at: f64, len: usize },
+    Flip {
+        at: f64,
+        bit: u8,
+    },
+    Set {
+        at: f64,
+        byte: u8,
+    },
+    Insert {
+        at: f64,
+        bytes: Vec<u8>,
+    },
+    Delete {
+        at: f64,
+        len: usize,
+    },
     /// Overwrites 8 bytes with a hostile length (huge, 2^60, negative as i32 pairs...).
-    Length { at: f64, value: u64 },
+    Length {
+        at: f64,
+        value: u64,
+    },
     /// Overwrites 4 bytes with a hostile i32 (negative dims, huge counts).
-    Int { at: f64, value: i32 },
-    Truncate { at: f64 },
+    Int {
+        at: f64,
+        value: i32,
+    },
+    Truncate {
+        at: f64,
+    },
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -220,13 +243,20 @@ fn every_fixture_with_every_word_made_huge() {
         let (r, peak) = decode_peak(bytes);
         assert!(r.is_ok());
         assert!(peak > 0, "the allocation counter saw nothing");
-        assert!(peak <= budget(bytes.len()), "{peak} for {} bytes", bytes.len());
+        assert!(
+            peak <= budget(bytes.len()),
+            "{peak} for {} bytes",
+            bytes.len()
+        );
         for at in 0..bytes.len().saturating_sub(8) {
             for value in [1u64 << 60, u64::MAX] {
                 let mut b = bytes.clone();
                 b[at..at + 8].copy_from_slice(&value.to_le_bytes());
                 let (_, peak) = decode_peak(&b);
-                assert!(peak <= budget(b.len()), "word at {at} = {value:#x}: {peak} bytes");
+                assert!(
+                    peak <= budget(b.len()),
+                    "word at {at} = {value:#x}: {peak} bytes"
+                );
             }
         }
     }
@@ -315,7 +345,11 @@ fn constant_file(shape: &[i32], payload: usize) -> Vec<u8> {
 fn negative_and_overflowing_dims_are_rejected_before_allocation() {
     // The well-formed version parses (so the rejections below are about the dims).
     assert!(decode(&constant_file(&[2, 3], 24), "ok", true).is_ok());
-    expect_rejected(&constant_file(&[2, -3], 0), "negative dim", "negative dimension");
+    expect_rejected(
+        &constant_file(&[2, -3], 0),
+        "negative dim",
+        "negative dimension",
+    );
     expect_rejected(&constant_file(&[-1], 4), "dim -1", "negative dimension");
     expect_rejected(
         &constant_file(&[i32::MAX, i32::MAX, i32::MAX], 64),
@@ -402,6 +436,10 @@ fn sibling_file(n_siblings: u64) -> Vec<u8> {
 #[test]
 fn sibling_count_of_u64_max_is_an_error() {
     for n in [u64::MAX, u64::MAX - 1, 1 << 60, 1] {
-        expect_rejected(&sibling_file(n), "huge sibling count", "inconsistent sibling block");
+        expect_rejected(
+            &sibling_file(n),
+            "huge sibling count",
+            "inconsistent sibling block",
+        );
     }
 }

@@ -72,7 +72,11 @@ fn train_mlp_100_steps_match_python_losses() {
     assert_eq!(want.len(), 100);
 
     let mut state = init.call(&[]).unwrap();
-    assert_eq!(state.len(), 18, "8 parameters, 8 SGD buffers, step, learning rate");
+    assert_eq!(
+        state.len(),
+        18,
+        "8 parameters, 8 SGD buffers, step, learning rate"
+    );
     let mut losses = Vec::new();
     for it in 0..100 {
         let mut args: Vec<Array> = state.clone();
@@ -104,7 +108,10 @@ fn train_mlp_100_steps_match_python_losses() {
         losses[at],
         want[at]
     );
-    assert!(losses[99] < losses[0] / 10.0, "training did not reduce the loss");
+    assert!(
+        losses[99] < losses[0] / 10.0,
+        "training did not reduce the loss"
+    );
 }
 
 /// The fused fast primitives of a Metal-style file, rewritten as MLX's CPU
@@ -126,7 +133,8 @@ fn transformer_fast_decomposed_for_mlx_cpu() {
                 );
             }
         }
-        let path = std::env::temp_dir().join(format!("decomposed-{}-{name}.mlxfn", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("decomposed-{}-{name}.mlxfn", std::process::id()));
         mlx::export::write_table(&path, &table, mlx::Format::Mlx).unwrap();
         let g = mlx::import_function(&path).unwrap();
         for (ci, call) in case["calls"].as_array().unwrap().iter().enumerate() {

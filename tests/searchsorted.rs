@@ -12,8 +12,14 @@ fn u32s(a: &Array) -> Vec<u32> {
 fn mlx_doc_example() {
     let a = Array::from_slice(&[1i32, 2, 2, 4], &[4]).unwrap();
     let v = Array::from_slice(&[0i32, 2, 3, 5], &[4]).unwrap();
-    assert_eq!(u32s(&ops::searchsorted(&a, &v, "left").unwrap()), [0, 1, 3, 4]);
-    assert_eq!(u32s(&ops::searchsorted(&a, &v, "right").unwrap()), [0, 3, 3, 4]);
+    assert_eq!(
+        u32s(&ops::searchsorted(&a, &v, "left").unwrap()),
+        [0, 1, 3, 4]
+    );
+    assert_eq!(
+        u32s(&ops::searchsorted(&a, &v, "right").unwrap()),
+        [0, 3, 3, 4]
+    );
 }
 
 #[test]
@@ -21,7 +27,10 @@ fn nans_sort_last_and_dtypes_promote() {
     let a = Array::from_slice(&[1.0f32, 2.0, f32::NAN], &[3]).unwrap();
     let v = Array::from_slice(&[f32::NAN, 1.5, 3.0], &[3]).unwrap();
     assert_eq!(u32s(&ops::searchsorted(&a, &v, "left").unwrap()), [2, 1, 2]);
-    assert_eq!(u32s(&ops::searchsorted(&a, &v, "right").unwrap()), [3, 1, 2]);
+    assert_eq!(
+        u32s(&ops::searchsorted(&a, &v, "right").unwrap()),
+        [3, 1, 2]
+    );
     let ints = Array::from_slice(&[1i32, 3], &[2]).unwrap();
     let halves = Array::from_slice(&[2.5f32, 0.5], &[2]).unwrap();
     let r = ops::searchsorted(&ints, &halves, "left").unwrap();

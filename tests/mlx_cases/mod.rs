@@ -49,7 +49,7 @@ fn flat_f64(a: &Array) -> Vec<f64> {
 /// `flat` index of an array of `shape` as a multi-index (complex: which part too).
 fn where_is(flat: usize, shape: &[i32], complex: bool) -> String {
     let (mut i, part) = if complex {
-        (flat / 2, if flat % 2 == 0 { ".re" } else { ".im" })
+        (flat / 2, if flat.is_multiple_of(2) { ".re" } else { ".im" })
     } else {
         (flat, "")
     };
@@ -77,14 +77,17 @@ pub fn compare(got: &Array, want: &Array, exact: bool, rtol: f64, atol: f64) -> 
     }
     let complex = got.dtype() == Dtype::Complex64;
     let (g, w) = (flat_f64(got), flat_f64(want));
-    let bits_equal = || {
-        mlx::io::save_npy_bytes(got).unwrap() == mlx::io::save_npy_bytes(want).unwrap()
-    };
+    let bits_equal =
+        || mlx::io::save_npy_bytes(got).unwrap() == mlx::io::save_npy_bytes(want).unwrap();
     let (mut max_abs, mut abs_at, mut max_rel, mut rel_at) = (0.0f64, 0, 0.0f64, 0);
     let (mut bad, mut first_bad) = (0usize, None);
     for (i, (&x, &y)) in g.iter().zip(&w).enumerate() {
         let both_nan = x.is_nan() && y.is_nan();
-        let d = if both_nan || x == y { 0.0 } else { (x - y).abs() };
+        let d = if both_nan || x == y {
+            0.0
+        } else {
+            (x - y).abs()
+        };
         let r = if d == 0.0 { 0.0 } else { d / y.abs() };
         if d > max_abs || d.is_nan() && !max_abs.is_nan() {
             (max_abs, abs_at) = (d, i);
@@ -221,10 +224,7 @@ fn check_signatures(f: &mlx::ImportedFunction, meta: &Value, file: &str) {
 pub fn run_case(root: &str, name: &str) {
     let dir = case_dir(root, name);
     let case = read_case(&dir);
-    let tmp = std::env::temp_dir().join(format!(
-        "mlx-cases-{}-{root}-{name}",
-        std::process::id()
-    ));
+    let tmp = std::env::temp_dir().join(format!("mlx-cases-{}-{root}-{name}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     for (file, meta) in case["files"].as_object().unwrap() {
         let f =

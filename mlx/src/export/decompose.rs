@@ -185,7 +185,8 @@ fn sdpa(p: &ScaledDotProductAttention, inputs: &[Array]) -> Result<Vec<Array>> {
     arity("ScaledDotProductAttention", inputs, 3)?;
     if p.output_logsumexp {
         return Err(Error::Export(
-            "ScaledDotProductAttention with output_logsumexp has no CPU decomposition in MLX".into(),
+            "ScaledDotProductAttention with output_logsumexp has no CPU decomposition in MLX"
+                .into(),
         ));
     }
     let (q0, mut k, mut v) = (&inputs[0], inputs[1].clone(), inputs[2].clone());

@@ -263,7 +263,10 @@ impl Primitive for SearchSorted {
         if a.shape[0] as u64 > u32::MAX as u64 {
             return Err(Error::invalid(
                 "SearchSorted",
-                format!("{} elements are more than uint32 indices can address", a.shape[0]),
+                format!(
+                    "{} elements are more than uint32 indices can address",
+                    a.shape[0]
+                ),
             ));
         }
         Ok(vec![Spec::new(v.shape.clone(), Dtype::Uint32)])
