@@ -30,7 +30,7 @@ cases!(
 );
 
 /// Every MLX-written file (tests/fixtures/mlx and tests/fixtures/mlx_models)
-/// cut at every byte is an error, never a panic; whole, it parses.
+/// cut short is an error, never a panic; whole, it parses.
 #[test]
 fn truncation_sweep_over_every_mlx_fixture() {
     let mut files = 0;
@@ -41,7 +41,13 @@ fn truncation_sweep_over_every_mlx_fixture() {
             if let Err(e) = mlx::export::mlx::decode(&bytes, &name, true) {
                 panic!("{name}: {e}");
             }
-            for len in 0..bytes.len() {
+            // Every cut of small files; of big ones every cut near both ends
+            // and every 7th between (all residues mod 8, so every field of
+            // every kind is cut somewhere), which keeps the test fast.
+            let n = bytes.len();
+            let cuts =
+                (0..n).filter(|&len| n <= 4096 || len < 1024 || n - len < 1024 || len % 7 == 0);
+            for len in cuts {
                 assert!(
                     mlx::export::mlx::decode(&bytes[..len], &name, true).is_err(),
                     "{name} truncated to {len} bytes parsed"

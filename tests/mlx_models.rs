@@ -155,3 +155,27 @@ fn transformer_fast_decomposed_for_mlx_cpu() {
         std::fs::remove_file(&path).ok();
     }
 }
+
+/// A mismatch names how many elements differ, the first one, and the
+/// largest absolute and relative errors with their multi-index.
+#[test]
+fn mismatch_messages_show_max_errors_and_where() {
+    let want = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let got = Array::from_slice(&[1.0f32, 2.5, 3.0, 4.0, 5.0, 9.0], &[2, 3]).unwrap();
+    let e = mlx_cases::compare(&got, &want, false, 1e-5, 1e-5).unwrap_err();
+    assert!(e.contains("2 of 6 elements differ"), "{e}");
+    assert!(e.contains("first at [0, 1]"), "{e}");
+    assert!(e.contains("max abs error 3e0 at [1, 2]"), "{e}");
+    assert!(e.contains("max rel error 5e-1 at [1, 2]"), "{e}");
+    let e = mlx_cases::compare(&got, &want, true, 0.0, 0.0).unwrap_err();
+    assert!(e.contains("(exact)"), "{e}");
+    assert!(mlx_cases::compare(&want, &want, true, 0.0, 0.0).is_ok());
+    let z = mlx::ops::view(
+        &mlx::ops::reshape(&want, &[3, 2]).unwrap(),
+        Dtype::Complex64,
+    )
+    .unwrap();
+    let z2 = mlx::ops::view(&mlx::ops::reshape(&got, &[3, 2]).unwrap(), Dtype::Complex64).unwrap();
+    let e = mlx_cases::compare(&z2, &z, false, 1e-5, 1e-5).unwrap_err();
+    assert!(e.contains("first at [0, 0].im"), "{e}");
+}
