@@ -179,3 +179,24 @@ fn mismatch_messages_show_max_errors_and_where() {
     let e = mlx_cases::compare(&z2, &z, false, 1e-5, 1e-5).unwrap_err();
     assert!(e.contains("first at [0, 0].im"), "{e}");
 }
+
+/// `random::categorical` from one distribution takes MLX's inverse-CDF path
+/// (cumsum + searchsorted) and draws MLX's samples bit for bit (the
+/// random_sampling fixture's 6th output: categorical(log p, num_samples=6,
+/// key=split(key)[0])).
+#[test]
+fn categorical_from_one_distribution_matches_mlx() {
+    let dir = mlx_cases::case_dir("mlx_models", "random_sampling");
+    let case = mlx_cases::read_case(&dir);
+    for call in case["calls"].as_array().unwrap() {
+        let key = mlx_cases::load(&dir, &call["args"][0]);
+        let want = mlx_cases::load(&dir, &call["outputs"][5]);
+        let (k1, _) = mlx::random::split_pair(&key).unwrap();
+        let p = Array::from_slice(&[0.1f32, 0.2, 0.3, 0.4], &[4]).unwrap();
+        let logits = mlx::ops::log(&p).unwrap();
+        let got = mlx::random::categorical(&logits, -1, None, Some(6), Some(&k1)).unwrap();
+        if let Err(e) = mlx_cases::compare(&got, &want, true, 0.0, 0.0) {
+            panic!("categorical: {e}");
+        }
+    }
+}
