@@ -4,8 +4,9 @@
 //!
 //! Usage: `cargo run --example export_for_python -- OUTDIR`
 
+use mlx::fast::{self, Mask};
 use mlx::io::save_npy;
-use mlx::{ops, Array, ExportOptions, Format, Kwargs};
+use mlx::{ops, Array, Dtype, ExportOptions, Format, Kwargs};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -32,8 +33,26 @@ fn write_case(
     calls: &[Call],
     manifest: &mut String,
 ) {
+    write_case_with(
+        dir,
+        name,
+        |c| f.call_kwargs(&c.args, &c.kwargs),
+        calls,
+        manifest,
+    )
+}
+
+/// [`write_case`] with the expected outputs computed by `run` (e.g. directly
+/// in Rust rather than through the exported file).
+fn write_case_with(
+    dir: &Path,
+    name: &str,
+    run: impl Fn(&Call) -> mlx::Result<Vec<Array>>,
+    calls: &[Call],
+    manifest: &mut String,
+) {
     for (ci, c) in calls.iter().enumerate() {
-        let outs = f.call_kwargs(&c.args, &c.kwargs).unwrap();
+        let outs = run(c).unwrap();
         let mut args = Vec::new();
         for (i, a) in c.args.iter().enumerate() {
             let file = format!("{name}_c{ci}_arg{i}.npy");
@@ -209,7 +228,153 @@ fn main() -> mlx::Result<()> {
         &mut manifest,
     );
 
+    attention_blocks(dir, &mlx_fmt, &mut manifest)?;
+
     std::fs::write(dir.join("manifest.jsonl"), manifest).map_err(|e| mlx::Error::io(dir, e))?;
     println!("wrote Rust exports to {}", dir.display());
+    Ok(())
+}
+
+/// Splits (B, T, H·Dh) into heads (B, H, T, Dh).
+fn heads(z: &Array, h: i32) -> mlx::Result<Array> {
+    let s = z.shape().to_vec();
+    ops::transpose(&ops::reshape(z, &[s[0], s[1], h, s[2] / h])?, &[0, 2, 1, 3])
+}
+
+/// Merges heads (B, H, T, Dh) back into (B, T, H·Dh).
+fn merge(o: &Array) -> mlx::Result<Array> {
+    let s = o.shape().to_vec();
+    ops::reshape(
+        &ops::transpose(o, &[0, 2, 1, 3])?,
+        &[s[0], s[2], s[1] * s[3]],
+    )
+}
+
+/// Attention blocks built with `mlx::fast` (RMS/layer norm, RoPE, scaled
+/// dot-product attention) and projections. They are exported with
+/// `decompose_fast`, as MLX's CPU build writes them, since Python MLX on CPU
+/// cannot run the fused primitives.
+fn attention_blocks(dir: &Path, mlx_fmt: &ExportOptions, manifest: &mut String) -> mlx::Result<()> {
+    let opts = ExportOptions {
+        decompose_fast: true,
+        ..mlx_fmt.clone()
+    };
+    let (d, t) = (16, 6);
+    let w = |seed: usize, rows: i32, cols: i32| {
+        let v: Vec<f32> = ramp((rows * cols) as usize + seed, 0.6)[seed..].to_vec();
+        arr(&v, &[rows, cols])
+    };
+    let (wq, wk, wv, wo) = (w(1, d, d), w(2, d, d), w(3, d, d), w(4, d, d));
+    let g = arr(
+        &ramp(d as usize, 0.4)
+            .iter()
+            .map(|v| 1.0 + v)
+            .collect::<Vec<_>>(),
+        &[d],
+    );
+
+    // Causal self-attention with RoPE, pre-norm and a residual.
+    let (q1, k1, v1, o1, g1) = (wq.clone(), wk.clone(), wv.clone(), wo.clone(), g.clone());
+    let block = move |a: &[Array]| {
+        let x = &a[0];
+        let h = fast::rms_norm(x, Some(&g1), 1e-5)?;
+        let q = fast::rope(
+            &heads(&ops::matmul(&h, &q1)?, 4)?,
+            4,
+            false,
+            Some(10000.0),
+            1.0,
+            0,
+            None,
+        )?;
+        let k = fast::rope(
+            &heads(&ops::matmul(&h, &k1)?, 4)?,
+            4,
+            false,
+            Some(10000.0),
+            1.0,
+            0,
+            None,
+        )?;
+        let v = heads(&ops::matmul(&h, &v1)?, 4)?;
+        let o = fast::scaled_dot_product_attention(&q, &k, &v, 0.5, Some(Mask::Causal))?;
+        Ok(vec![ops::add(x, &ops::matmul(&merge(&o)?, &o1)?)?])
+    };
+    let path = dir.join("attention.mlxfn");
+    mlx::export_function(
+        &path,
+        &block,
+        &[arr(&vec![0.0; (2 * t * d) as usize], &[2, t, d])],
+        &opts,
+    )?;
+    // Expected: the fused Rust kernels, run directly (the file holds the decomposition).
+    write_case_with(
+        dir,
+        "attention",
+        |c| block(&c.args),
+        &[Call {
+            args: vec![arr(&ramp((2 * t * d) as usize, 2.0), &[2, t, d])],
+            kwargs: Kwargs::new(),
+        }],
+        manifest,
+    );
+
+    // Grouped-query attention (4 query heads, 2 key/value heads) with a
+    // boolean mask input, layer norm and traditional RoPE with an offset.
+    let (wkv, wv2) = (w(5, d, d / 2), w(6, d, d / 2));
+    let block = move |a: &[Array]| {
+        let (x, mask) = (&a[0], &a[1]);
+        let h = fast::layer_norm(
+            x,
+            Some(&g),
+            Some(&ops::multiply(&g, &Array::scalar(0.1f32))?),
+            1e-5,
+        )?;
+        let q = fast::rope(
+            &heads(&ops::matmul(&h, &wq)?, 4)?,
+            4,
+            true,
+            Some(500.0),
+            1.0,
+            3,
+            None,
+        )?;
+        let k = fast::rope(
+            &heads(&ops::matmul(&h, &wkv)?, 2)?,
+            4,
+            true,
+            Some(500.0),
+            1.0,
+            3,
+            None,
+        )?;
+        let v = heads(&ops::matmul(&h, &wv2)?, 2)?;
+        let o = fast::scaled_dot_product_attention(&q, &k, &v, 0.5, Some(Mask::Array(mask)))?;
+        Ok(vec![ops::matmul(&merge(&o)?, &wo)?])
+    };
+    let mask = ops::greater(
+        &arr(&ramp((t * t) as usize, 1.0), &[t, t]),
+        &Array::scalar(-0.3f32),
+    )?;
+    let path = dir.join("attention_gqa.mlxfn");
+    mlx::export_function(
+        &path,
+        &block,
+        &[
+            arr(&vec![0.0; (2 * t * d) as usize], &[2, t, d]),
+            ops::astype(&mask, Dtype::Bool)?,
+        ],
+        &opts,
+    )?;
+    write_case_with(
+        dir,
+        "attention_gqa",
+        |c| block(&c.args),
+        &[Call {
+            args: vec![arr(&ramp((2 * t * d) as usize, 3.0), &[2, t, d]), mask],
+            kwargs: Kwargs::new(),
+        }],
+        manifest,
+    );
     Ok(())
 }

@@ -47,6 +47,7 @@ fn main() -> mlx::Result<()> {
             metadata: "quickstart MLP 8-16-4".into(),
             format,
             shapeless: false,
+            ..Default::default()
         };
         // Two traces in one file: batch 3 and batch 1.
         let mut ex = mlx::exporter(&path, |a: &[Array], _: &Kwargs| mlp(a), &opts)?;

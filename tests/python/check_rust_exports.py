@@ -25,9 +25,17 @@ def main(d: Path) -> int:
             want = np.load(d / want_file)
             got = np.array(got)
             count += 1
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True):
+            if got.shape != want.shape:
                 failures += 1
-                print(f"MISMATCH {case['file']} {want_file}: got {got.ravel()[:6]}, want {want.ravel()[:6]}")
+                print(f"MISMATCH {case['file']} {want_file}: shape {got.shape}, want {want.shape}")
+            elif not np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True):
+                failures += 1
+                err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+                at = np.unravel_index(np.nanargmax(err), err.shape) if err.size else ()
+                print(
+                    f"MISMATCH {case['file']} {want_file}: max abs error {err.max():.3g} at {at} "
+                    f"(got {got[at]}, want {want[at]})"
+                )
     print(f"{count - failures} passed, {failures} failed")
     return 1 if failures else 0
 

@@ -112,6 +112,7 @@ pub(crate) struct Traces {
     pub table: FunctionTable,
     pool: ConstantPool,
     signatures: Vec<Signature>,
+    decompose_fast: bool,
 }
 
 impl Traces {
@@ -125,6 +126,7 @@ impl Traces {
             },
             pool: ConstantPool::default(),
             signatures: Vec::new(),
+            decompose_fast: opts.decompose_fast,
         }
     }
 
@@ -151,6 +153,10 @@ impl Traces {
             let _shapeless = shapeless.then(ShapelessGuard::enter);
             trace(|a, k| f(a, k), &arg_specs, &kw_specs, &mut self.pool)?
         };
+        if self.decompose_fast {
+            let constants = self.pool.arrays.clone();
+            tape = super::decompose::decompose_tape(&tape, &constants, &mut self.pool, shapeless)?;
+        }
         self.table.constants = self.pool.arrays.clone();
         simplify(&mut tape, &self.table.constants);
         if shapeless {

@@ -281,9 +281,10 @@ fn decode_function(
                 let dtypes = (0..nd)
                     .map(|_| Dtype::read_mlx(r))
                     .collect::<Result<Vec<_>>>()?;
-                let k = n_siblings as usize + 1;
-                if oids.len() != k || shapes.len() != k || dtypes.len() != k || !oids.contains(&id)
-                {
+                // Compared as u64: a hostile n_siblings of u64::MAX must not overflow.
+                let k = n_siblings.saturating_add(1);
+                let lens = [oids.len(), shapes.len(), dtypes.len()];
+                if lens.iter().any(|&l| l as u64 != k) || !oids.contains(&id) {
                     return Err(r.error(format!(
                         "inconsistent sibling block for {name} (entry at byte {at})"
                     )));

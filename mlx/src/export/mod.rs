@@ -9,6 +9,7 @@
 //! The native format is described in [`native`]; MLX's in [`mlx`].
 
 mod atomic;
+mod decompose;
 mod dot;
 mod exporter;
 mod import;
@@ -17,6 +18,7 @@ pub mod native;
 mod signature;
 pub mod tape;
 
+pub use decompose::{decompose_fast, is_fused_fast};
 pub use dot::export_to_dot;
 pub use exporter::{
     export_function, export_function_kwargs, export_with_callback, exporter, ExportEvent,
@@ -38,6 +40,12 @@ pub struct ExportOptions {
     /// Free-form text stored in the file.
     pub metadata: String,
     pub format: Format,
+    /// Record `mlx::fast` ops (RMSNorm, LayerNorm, RoPE, attention) as the
+    /// graphs of basic primitives MLX's CPU build writes for them, instead of
+    /// the fused primitives (as MLX's GPU build writes). Python MLX on CPU
+    /// can import fused primitives but not run them, so set this for files
+    /// meant for it. See [`decompose_fast`] to convert an existing table.
+    pub decompose_fast: bool,
 }
 
 /// File format.

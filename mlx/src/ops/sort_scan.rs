@@ -201,3 +201,34 @@ pub fn logcumsumexp(a: &Array, axis: Option<i32>, reverse: bool, inclusive: bool
         false,
     )
 }
+
+/// Indices (uint32, shape of `values`) that keep the 1-D ascending
+/// `sorted_sequence` sorted when each value is inserted: `side` "left" gives
+/// the count of elements < value, "right" the count ≤ value (MLX's
+/// `mx.searchsorted`). Both inputs are cast to their promoted dtype.
+pub fn searchsorted(sorted_sequence: &Array, values: &Array, side: &str) -> Result<Array> {
+    let right = match side {
+        "left" => false,
+        "right" => true,
+        _ => {
+            return Err(Error::invalid(
+                "searchsorted",
+                format!("side must be \"left\" or \"right\", found {side:?}"),
+            ))
+        }
+    };
+    if sorted_sequence.ndim() != 1 {
+        return Err(Error::invalid(
+            "searchsorted",
+            format!(
+                "the sorted sequence must be 1-D, found shape {:?}",
+                sorted_sequence.shape()
+            ),
+        ));
+    }
+    let t = crate::promote_types(sorted_sequence.dtype(), values.dtype());
+    Array::from_primitive(
+        crate::primitives::sort_scan::SearchSorted { right },
+        vec![cast_to(sorted_sequence, t)?, cast_to(values, t)?],
+    )
+}

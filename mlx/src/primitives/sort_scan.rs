@@ -450,3 +450,56 @@ fn log_add_exp_scan<T: LogAddExpElem>(a: &Array, spec: ScanSpec) -> Result<Data>
     let x = to_contiguous_vec::<T>(&a.data()?, a.shape());
     Ok(scan::scan(&x, a.shape(), spec, T::init(), T::log_add_exp))
 }
+
+/// For each value of `v`, the index at which inserting it keeps the 1-D
+/// sorted sequence `a` sorted (uint32, shape of `v`): with `right` the
+/// number of elements ≤ it, else the number < it, under the sort order
+/// (NaNs last). MLX builds it for `mx.searchsorted` and categorical
+/// sampling from one distribution.
+#[derive(Debug, Clone, PartialEq, crate::Primitive)]
+pub struct SearchSorted {
+    #[state]
+    pub right: bool,
+}
+
+impl Primitive for SearchSorted {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        expect_inputs("SearchSorted", inputs, 2)?;
+        let (a, v) = (&inputs[0], &inputs[1]);
+        if a.shape.len() != 1 {
+            return Err(Error::invalid(
+                "SearchSorted",
+                format!("the sorted sequence must be 1-D, found shape {:?}", a.shape),
+            ));
+        }
+        if a.dtype != v.dtype {
+            return Err(Error::invalid(
+                "SearchSorted",
+                format!(
+                    "sequence and values must have one dtype, found {} and {}",
+                    a.dtype, v.dtype
+                ),
+            ));
+        }
+        if a.shape[0] as u64 > u32::MAX as u64 {
+            return Err(Error::invalid(
+                "SearchSorted",
+                format!(
+                    "{} elements are more than uint32 indices can address",
+                    a.shape[0]
+                ),
+            ));
+        }
+        Ok(vec![Spec::new(v.shape.clone(), Dtype::Uint32)])
+    }
+    fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        let (a, v) = (&inputs[0], &inputs[1]);
+        let right = self.right;
+        Ok(vec![dispatch_dtype!(a.dtype(), T => {
+            let seq: Vec<T> = to_contiguous_vec(&a.data()?, a.shape());
+            let vals: Vec<T> = to_contiguous_vec(&v.data()?, v.shape());
+            let idx: Vec<u32> = vals.iter().map(|&x| sort::search_sorted(&seq, x, right)).collect();
+            Data::contiguous(crate::Buffer::from_slice(&idx), &out[0].shape)
+        })])
+    }
+}

@@ -337,21 +337,36 @@ fn categorical_impl(
 ) -> Result<Array> {
     let n = logits.shape()[axis];
     if n > 0 && logits.size() == n as usize && !shape.is_empty() {
-        // MLX samples a single distribution by inverse CDF (cumsum and
-        // searchsorted); those ops are not in this crate yet.
-        return Err(Error::invalid(
-            "categorical",
-            format!(
-                "sampling shape {shape:?} from a single distribution of {n} logits needs \
-                 the inverse-CDF path, which is not implemented yet"
-            ),
-        ));
+        // One distribution: MLX samples it by inverse CDF.
+        return categorical_inverse_cdf(&crate::ops::reshape(logits, &[n])?, shape, key);
     }
     let offset = axis + shape.len() + 1 - logits.ndim();
     let mut gshape = shape.to_vec();
     gshape.insert(offset, n);
     let g = gumbel(&gshape, Dtype::Float32, key)?;
     argmax(&add(&g, logits)?, offset as i32, false)
+}
+
+/// Samples of shape `shape` from one distribution (1-D `logits`), as MLX
+/// does: weights exp(x − max) (uniform over the maximal entries when the
+/// max is infinite), exclusive cumulative sum, then for uniform draws scaled
+/// by the total the last bin whose start is ≤ the draw.
+fn categorical_inverse_cdf(logits: &Array, shape: &[i32], key: Option<&Array>) -> Result<Array> {
+    use crate::ops::{cumsum, equal, exp, isinf, max, searchsorted, sum, where_};
+    let dtype = crate::promote_types(logits.dtype(), Dtype::Float32);
+    let x = astype(logits, dtype)?;
+    let m = max(&x, &[], false)?;
+    let w = where_(
+        &isinf(&m)?,
+        &astype(&equal(&x, &m)?, dtype)?,
+        &exp(&subtract(&x, &m)?)?,
+    )?;
+    let cdf = cumsum(&w, Some(0), false, false)?;
+    let u = multiply(
+        &uniform_unit(shape, Dtype::Float32, key)?,
+        &sum(&w, &[], false)?,
+    )?;
+    subtract(&searchsorted(&cdf, &u, "right")?, &Array::scalar(1u32))
 }
 
 /// Index of the first maximum along `axis`.

@@ -177,3 +177,20 @@ pub fn argpartition<T: SortElem>(a: &Array, axis: usize, kth: usize) -> Result<D
     });
     Ok(finish(out, a.shape()))
 }
+
+/// Binary search of `x` in the sorted `seq` (MLX's order, NaNs last): the
+/// first index whose element is not below `x` (`right`: not ≤ `x`).
+pub fn search_sorted<T: SortElem>(seq: &[T], x: T, right: bool) -> u32 {
+    let (mut lo, mut hi) = (0usize, seq.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let m = seq[mid];
+        let below = if right { !x.less(m) } else { m.less(x) };
+        if below {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo as u32
+}

@@ -49,6 +49,11 @@ enum Cmd {
         output: PathBuf,
         #[arg(long = "to", value_enum)]
         to: Target,
+        /// Rewrite fused mx.fast primitives (RMSNorm, LayerNorm, RoPE,
+        /// ScaledDotProductAttention) as MLX's CPU decompositions, so that
+        /// Python MLX on CPU can run e.g. a Metal export.
+        #[arg(long)]
+        decompose_fast: bool,
     },
     /// Parse everything and check every checksum; exit 0 if sound, 1 if not.
     Verify { file: PathBuf },
@@ -109,7 +114,12 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Inspect { file, json } => inspect::inspect(&file, json),
         Cmd::Run { file, inputs, out } => run::run(&file, &inputs, out.as_deref()),
-        Cmd::Convert { input, output, to } => convert(&input, &output, to),
+        Cmd::Convert {
+            input,
+            output,
+            to,
+            decompose_fast,
+        } => convert(&input, &output, to, decompose_fast),
         Cmd::Verify { file } => verify(&file),
         Cmd::Dot {
             file,
@@ -130,7 +140,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn convert(input: &std::path::Path, output: &std::path::Path, to: Target) -> Result<(), Failure> {
+fn convert(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    to: Target,
+    decompose_fast: bool,
+) -> Result<(), Failure> {
     let pb = progress(3, "converting");
     let f = mlx::import_function(input)?;
     pb.inc(1);
@@ -142,7 +157,12 @@ fn convert(input: &std::path::Path, output: &std::path::Path, to: Target) -> Res
         Target::Native => mlx::Format::Native,
         Target::Mlx => mlx::Format::Mlx,
     };
-    mlx::export::write_table(output, f.table(), format)?;
+    if decompose_fast {
+        let table = mlx::export::decompose_fast(f.table())?;
+        mlx::export::write_table(output, &table, format)?;
+    } else {
+        mlx::export::write_table(output, f.table(), format)?;
+    }
     pb.finish_and_clear();
     println!(
         "converted {} ({:?}) -> {} ({format:?}): {} function(s), {} constant(s)",
