@@ -26,6 +26,7 @@ pub mod export;
 pub mod fast;
 pub mod fft;
 pub mod io;
+pub mod linalg;
 pub mod ops;
 pub mod primitive;
 pub mod primitives;
