@@ -572,7 +572,8 @@ fn bad_inputs_are_errors_with_clear_messages() {
     // gather_mm
     let a = Array::from_slice(&[1.0f32; 12], &[2, 2, 3]).unwrap();
     let fidx = Array::from_slice(&[0.0f32], &[1]).unwrap();
-    assert!(err_of(ops::gather_mm(&a, &a, Some(&fidx), None, false)).contains("integral"));
+    let b32 = Array::from_slice(&[1.0f32; 12], &[2, 3, 2]).unwrap();
+    assert!(err_of(ops::gather_mm(&a, &b32, Some(&fidx), None, false)).contains("integral"));
     let e = err_of(ops::gather_mm(&a, &a, Some(&ints), None, false));
     assert!(e.contains("[2, 2, 3]"), "{e}");
     // block_masked_mm: batch mismatch, bad block size

@@ -19,9 +19,9 @@ pub type C64 = Complex<f64>;
 /// Cholesky factor of the symmetric matrix read from one triangle of `a`
 /// (`n`×`n`, row-major): `Ok(L)` lower (or its transpose when `upper`).
 /// On a non-positive pivot at column `j` returns `Err(partial)`: columns
-/// before `j` factored, the failing pivot's value at `(j, j)`, the rest of the
-/// triangle as given, the other triangle zero (what LAPACK's `potrf`
-/// leaves, and MLX returns without an error).
+/// before `j` factored, from `j` on the trailing block's Schur complement
+/// (the failing pivot at `(j, j)`), the other triangle zero: what the
+/// LAPACK MLX links leaves, and MLX returns without an error.
 pub fn cholesky(a: &[f64], n: usize, upper: bool) -> std::result::Result<Vec<f64>, Vec<f64>> {
     // Work on the lower triangle: `l[i][j]` for i >= j.
     let mut l = vec![0.0; n * n];
@@ -30,25 +30,25 @@ pub fn cholesky(a: &[f64], n: usize, upper: bool) -> std::result::Result<Vec<f64
             l[i * n + j] = if upper { a[j * n + i] } else { a[i * n + j] };
         }
     }
+    // Right-looking: after each column, the trailing block holds its
+    // Schur complement, which is what a failure leaves behind.
     let mut failed = false;
     for j in 0..n {
-        let mut d = l[j * n + j];
-        for k in 0..j {
-            d -= l[j * n + k] * l[j * n + k];
-        }
+        let d = l[j * n + j];
         if d.is_nan() || d <= 0.0 {
-            l[j * n + j] = d;
             failed = true;
             break;
         }
         let d = d.sqrt();
         l[j * n + j] = d;
         for i in j + 1..n {
-            let mut s = l[i * n + j];
-            for k in 0..j {
-                s -= l[i * n + k] * l[j * n + k];
+            l[i * n + j] /= d;
+        }
+        for k in j + 1..n {
+            let lkj = l[k * n + j];
+            for i in k..n {
+                l[i * n + k] -= l[i * n + j] * lkj;
             }
-            l[i * n + j] = s / d;
         }
     }
     let out = if upper { transpose(&l, n, n) } else { l };
