@@ -56,7 +56,12 @@ fn cholesky_matches_mlx() {
         }
     }
     let a = fx("chol_batch_in");
-    assert_close(&linalg::cholesky(&a, false).unwrap(), &fx("chol_batch_out"), 1e-5, 1e-5);
+    assert_close(
+        &linalg::cholesky(&a, false).unwrap(),
+        &fx("chol_batch_out"),
+        1e-5,
+        1e-5,
+    );
 }
 
 #[test]
@@ -70,7 +75,12 @@ fn cholesky_reads_strided_input() {
     // Aᵀ of a symmetric matrix is A, read through transposed strides.
     let a = fx("chol_f32_in");
     let t = ops::transpose(&a, &[1, 0]).unwrap();
-    assert_close(&linalg::cholesky(&t, false).unwrap(), &fx("chol_f32_lower"), 1e-5, 1e-5);
+    assert_close(
+        &linalg::cholesky(&t, false).unwrap(),
+        &fx("chol_f32_lower"),
+        1e-5,
+        1e-5,
+    );
 }
 
 #[test]
@@ -81,8 +91,18 @@ fn inverse_matches_mlx() {
         assert_close(&got, &fx(&format!("inv_{tag}_out")), tol, tol);
     }
     let a = fx("triinv_in");
-    assert_close(&linalg::tri_inv(&a, false).unwrap(), &fx("triinv_lower"), 1e-5, 1e-6);
-    assert_close(&linalg::tri_inv(&a, true).unwrap(), &fx("triinv_upper"), 1e-5, 1e-6);
+    assert_close(
+        &linalg::tri_inv(&a, false).unwrap(),
+        &fx("triinv_lower"),
+        1e-5,
+        1e-6,
+    );
+    assert_close(
+        &linalg::tri_inv(&a, true).unwrap(),
+        &fx("triinv_upper"),
+        1e-5,
+        1e-6,
+    );
 }
 
 #[test]
@@ -99,7 +119,11 @@ fn singular_inverse_is_an_error() {
     let err = linalg::inv(&a).unwrap().eval().unwrap_err().to_string();
     assert!(err.contains("singular"), "{err}");
     let t = Array::from_slice(&[1.0f32, 0.0, 2.0, 0.0], &[2, 2]).unwrap();
-    let err = linalg::tri_inv(&t, false).unwrap().eval().unwrap_err().to_string();
+    let err = linalg::tri_inv(&t, false)
+        .unwrap()
+        .eval()
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("diagonal entry 2"), "{err}");
 }
 
@@ -110,7 +134,11 @@ fn qr_matches_mlx_values_and_reconstructs() {
     for name in ["qr_tall", "qr_wide", "qr_batch", "qr_f64"] {
         let a = fx(&format!("{name}_in"));
         let (q, r) = linalg::qr(&a).unwrap();
-        let tol = if a.dtype() == Dtype::Float64 { 1e-12 } else { 2e-5 };
+        let tol = if a.dtype() == Dtype::Float64 {
+            1e-12
+        } else {
+            2e-5
+        };
         // Same reflectors as LAPACK, so the signs agree too.
         assert_close(&q, &fx(&format!("{name}_q")), tol, tol);
         assert_close(&r, &fx(&format!("{name}_r")), tol, tol);
@@ -146,7 +174,11 @@ fn svd_values_match_mlx_and_vectors_reconstruct() {
     for name in ["svd_tall", "svd_wide", "svd_batch", "svd_f64"] {
         let a = fx(&format!("{name}_in"));
         let out = linalg::svd(&a, true).unwrap();
-        let tol = if a.dtype() == Dtype::Float64 { 1e-12 } else { 2e-5 };
+        let tol = if a.dtype() == Dtype::Float64 {
+            1e-12
+        } else {
+            2e-5
+        };
         assert_close(&out[1], &fx(&format!("{name}_s")), tol, tol);
         let want_u = fx(&format!("{name}_u"));
         let want_vt = fx(&format!("{name}_vt"));
@@ -154,9 +186,17 @@ fn svd_values_match_mlx_and_vectors_reconstruct() {
         assert_eq!(out[2].shape(), want_vt.shape());
         let (b, m, n) = dims(&a);
         let k = m.min(n);
-        let (u, s, vt, av) = (as_f64(&out[0]), as_f64(&out[1]), as_f64(&out[2]), as_f64(&a));
+        let (u, s, vt, av) = (
+            as_f64(&out[0]),
+            as_f64(&out[1]),
+            as_f64(&out[2]),
+            as_f64(&a),
+        );
         for i in 0..b {
-            let (u, vt) = (&u[i * m * m..(i + 1) * m * m], &vt[i * n * n..(i + 1) * n * n]);
+            let (u, vt) = (
+                &u[i * m * m..(i + 1) * m * m],
+                &vt[i * n * n..(i + 1) * n * n],
+            );
             let rec = usv(u, &s[i * k..(i + 1) * k], vt, m, n);
             assert_vec_close(&rec, &av[i * m * n..(i + 1) * m * n], tol * 10.0, name);
             assert_orthonormal(u, m, tol * 10.0, "U");
@@ -232,7 +272,10 @@ fn eig_values_match_mlx_sorted_and_vectors_satisfy_av_eq_lv() {
         let (vg, av) = (complex_vec(&v), as_f64(&a));
         let n = 5;
         for i in 0..2 {
-            let (g, m) = (sorted(wg[i * n..(i + 1) * n].to_vec()), sorted(wm[i * n..(i + 1) * n].to_vec()));
+            let (g, m) = (
+                sorted(wg[i * n..(i + 1) * n].to_vec()),
+                sorted(wm[i * n..(i + 1) * n].to_vec()),
+            );
             for (x, y) in g.iter().zip(&m) {
                 assert!((x - y).norm() < 1e-4, "{tag}: eigenvalue {x} vs MLX {y}");
                 if y.im == 0.0 {
@@ -278,11 +321,20 @@ fn searchsorted_matches_mlx() {
         let t = ops::transpose(&vals, &[1, 0]).unwrap();
         let got_t = ops::searchsorted(&seq, &t, side).unwrap();
         let want_t = ops::transpose(&fx(&format!("ss_{side}")), &[1, 0]).unwrap();
-        assert_eq!(got_t.to_vec::<u32>().unwrap(), ops::copy(&want_t).unwrap().to_vec::<u32>().unwrap());
+        assert_eq!(
+            got_t.to_vec::<u32>().unwrap(),
+            ops::copy(&want_t).unwrap().to_vec::<u32>().unwrap()
+        );
     }
     let (iseq, ivals) = (fx("ss_iseq"), fx("ss_ivals"));
-    assert_bits_eq(&ops::searchsorted(&iseq, &ivals, "left").unwrap(), &fx("ss_int_left"));
-    assert_bits_eq(&ops::searchsorted(&iseq, &ivals, "right").unwrap(), &fx("ss_int_right"));
+    assert_bits_eq(
+        &ops::searchsorted(&iseq, &ivals, "left").unwrap(),
+        &fx("ss_int_left"),
+    );
+    assert_bits_eq(
+        &ops::searchsorted(&iseq, &ivals, "right").unwrap(),
+        &fx("ss_int_right"),
+    );
 }
 
 #[test]
@@ -297,7 +349,12 @@ fn gather_mm_matches_mlx() {
     let got = ops::gather_mm(&a3, &b, None, Some(&r0), false).unwrap();
     assert_close(&got, &fx("gmm_rhs_only"), 1e-5, 1e-6);
     // Transposed operand (a strided view) gives the same product.
-    let bt = ops::swapaxes(&ops::copy(&ops::swapaxes(&b, -1, -2).unwrap()).unwrap(), -1, -2).unwrap();
+    let bt = ops::swapaxes(
+        &ops::copy(&ops::swapaxes(&b, -1, -2).unwrap()).unwrap(),
+        -1,
+        -2,
+    )
+    .unwrap();
     let got = ops::gather_mm(&a, &bt, Some(&li), Some(&ri), false).unwrap();
     assert_close(&got, &fx("gmm_out"), 1e-5, 1e-6);
 }
@@ -331,7 +388,10 @@ fn block_masked_mm_matches_mlx() {
 fn hadamard_matches_mlx_bit_for_bit() {
     let x = fx("had_x");
     assert_bits_eq(&ops::hadamard_transform(&x, None).unwrap(), &fx("had_f32"));
-    assert_bits_eq(&ops::hadamard_transform(&x, Some(0.5)).unwrap(), &fx("had_f32_scale"));
+    assert_bits_eq(
+        &ops::hadamard_transform(&x, Some(0.5)).unwrap(),
+        &fx("had_f32_scale"),
+    );
     let h = ops::hadamard_transform(&ops::astype(&x, Dtype::Float16).unwrap(), None).unwrap();
     assert_eq!(h.dtype(), Dtype::Float16);
     assert_bits_eq(&h, &fx("had_f16"));
@@ -343,7 +403,11 @@ fn hadamard_matches_mlx_bit_for_bit() {
     assert_eq!(hi.dtype(), Dtype::Float32);
     assert_bits_eq(&hi, &fx("had_int"));
     // A transposed input is read through its strides.
-    let xt = ops::transpose(&ops::copy(&ops::transpose(&x, &[1, 0]).unwrap()).unwrap(), &[1, 0]).unwrap();
+    let xt = ops::transpose(
+        &ops::copy(&ops::transpose(&x, &[1, 0]).unwrap()).unwrap(),
+        &[1, 0],
+    )
+    .unwrap();
     assert_bits_eq(&ops::hadamard_transform(&xt, None).unwrap(), &fx("had_f32"));
 }
 
@@ -353,11 +417,16 @@ fn hadamard_matches_mlx_bit_for_bit() {
 fn rms_norm_vjp_matches_mlx_gradient() {
     use mlx::primitives::norm_vjp::RMSNormVJP;
     let (x, w, g) = (fx("nv_x"), fx("nv_w"), fx("nv_g"));
-    let out = Array::from_primitive_multi(Box::new(RMSNormVJP { eps: 1e-5 }), vec![x.clone(), w, g.clone()]).unwrap();
+    let out = Array::from_primitive_multi(
+        Box::new(RMSNormVJP { eps: 1e-5 }),
+        vec![x.clone(), w, g.clone()],
+    )
+    .unwrap();
     assert_close(&out[0], &fx("rms_dx"), 1e-5, 1e-5);
     assert_close(&out[1], &fx("rms_dw"), 1e-5, 1e-5);
     let one = Array::scalar(1.0f32);
-    let out = Array::from_primitive_multi(Box::new(RMSNormVJP { eps: 1e-5 }), vec![x, one, g]).unwrap();
+    let out =
+        Array::from_primitive_multi(Box::new(RMSNormVJP { eps: 1e-5 }), vec![x, one, g]).unwrap();
     assert_close(&out[0], &fx("rms_now_dx"), 1e-5, 1e-5);
     assert_eq!(out[1].shape(), &[] as &[i32]);
     assert_eq!(out[1].item::<f32>().unwrap(), 0.0);
@@ -367,7 +436,8 @@ fn rms_norm_vjp_matches_mlx_gradient() {
 fn layer_norm_vjp_matches_mlx_gradient() {
     use mlx::primitives::norm_vjp::LayerNormVJP;
     let (x, w, b, g) = (fx("nv_x"), fx("nv_w"), fx("nv_b"), fx("nv_g"));
-    let out = Array::from_primitive_multi(Box::new(LayerNormVJP { eps: 1e-5 }), vec![x, w, b, g]).unwrap();
+    let out = Array::from_primitive_multi(Box::new(LayerNormVJP { eps: 1e-5 }), vec![x, w, b, g])
+        .unwrap();
     assert_eq!(out.len(), 3);
     assert_close(&out[0], &fx("ln_dx"), 1e-4, 1e-5);
     assert_close(&out[1], &fx("ln_dw"), 1e-5, 1e-5);
@@ -384,7 +454,9 @@ fn mlx_file(name: &str) -> mlx::ImportedFunction {
 
 #[test]
 fn mlx_exported_searchsorted_and_gather_mm_run() {
-    let out = mlx_file("searchsorted").call(&[fx("ss_seq"), fx("ss_vals")]).unwrap();
+    let out = mlx_file("searchsorted")
+        .call(&[fx("ss_seq"), fx("ss_vals")])
+        .unwrap();
     assert_bits_eq(&out[0], &fx("ss_left"));
     assert_bits_eq(&out[1], &fx("ss_right"));
     let out = mlx_file("gather_mm")
@@ -396,22 +468,37 @@ fn mlx_exported_searchsorted_and_gather_mm_run() {
 #[test]
 fn mlx_exported_svd_and_cholesky_run() {
     let a = ops::slice(&fx("svd_tall_in"), &[0, 0], &[4, 3], &[1, 1]).unwrap();
-    let out = mlx_file("svd").call(&[a.clone()]).unwrap();
+    let out = mlx_file("svd").call(std::slice::from_ref(&a)).unwrap();
     assert_eq!(out.len(), 3);
     let (u, s, vt) = (as_f64(&out[0]), as_f64(&out[1]), as_f64(&out[2]));
     assert_vec_close(&usv(&u, &s, &vt, 4, 3), &as_f64(&a), 1e-5, "svd file");
     let chol_in = ops::slice(&fx("chol_batch_in"), &[0, 0, 0], &[1, 3, 3], &[1, 1, 1]).unwrap();
     let chol_in = ops::reshape(&chol_in, &[3, 3]).unwrap();
-    let out = mlx_file("cholesky").call(&[chol_in.clone()]).unwrap();
-    let want = ops::reshape(&ops::slice(&fx("chol_batch_out"), &[0, 0, 0], &[1, 3, 3], &[1, 1, 1]).unwrap(), &[3, 3]).unwrap();
+    let out = mlx_file("cholesky")
+        .call(std::slice::from_ref(&chol_in))
+        .unwrap();
+    let want = ops::reshape(
+        &ops::slice(&fx("chol_batch_out"), &[0, 0, 0], &[1, 3, 3], &[1, 1, 1]).unwrap(),
+        &[3, 3],
+    )
+    .unwrap();
     assert_close(&out[0], &want, 1e-5, 1e-6);
-    assert_close(&out[1], &ops::transpose(&want, &[1, 0]).unwrap(), 1e-5, 1e-6);
+    assert_close(
+        &out[1],
+        &ops::transpose(&want, &[1, 0]).unwrap(),
+        1e-5,
+        1e-6,
+    );
 }
 
 #[test]
 fn mlx_exported_qr_eigh_inv_eigvals_run() {
-    let a = ops::reshape(&ops::slice(&fx("chol_batch_in"), &[1, 0, 0], &[2, 3, 3], &[1, 1, 1]).unwrap(), &[3, 3]).unwrap();
-    let out = mlx_file("decomp").call(&[a.clone()]).unwrap();
+    let a = ops::reshape(
+        &ops::slice(&fx("chol_batch_in"), &[1, 0, 0], &[2, 3, 3], &[1, 1, 1]).unwrap(),
+        &[3, 3],
+    )
+    .unwrap();
+    let out = mlx_file("decomp").call(std::slice::from_ref(&a)).unwrap();
     assert_eq!(out.len(), 6);
     let (q, r) = linalg::qr(&a).unwrap();
     assert_close(&out[0], &q, 1e-6, 1e-6);
@@ -450,15 +537,26 @@ fn all_ops(args: &[Array]) -> mlx::Result<Vec<Array>> {
 #[test]
 fn round_trip_in_both_formats() {
     let sq = ops::add(&fx("chol_f32_in"), &Array::scalar(0.0f32)).unwrap();
-    let a = ops::reshape(&ops::arange(0.0, 2.0 * 40.0 * 4.0, 1.0, Dtype::Float32).unwrap(), &[2, 40, 4]).unwrap();
+    let a = ops::reshape(
+        &ops::arange(0.0, 2.0 * 40.0 * 4.0, 1.0, Dtype::Float32).unwrap(),
+        &[2, 40, 4],
+    )
+    .unwrap();
     let a = ops::multiply(&a, &Array::scalar(0.01f32)).unwrap();
-    let b = ops::reshape(&ops::arange(0.0, 2.0 * 4.0 * 64.0, 1.0, Dtype::Float32).unwrap(), &[2, 4, 64]).unwrap();
+    let b = ops::reshape(
+        &ops::arange(0.0, 2.0 * 4.0 * 64.0, 1.0, Dtype::Float32).unwrap(),
+        &[2, 4, 64],
+    )
+    .unwrap();
     let b = ops::multiply(&b, &Array::scalar(-0.02f32)).unwrap();
     let args = vec![sq, fx("ss_seq"), fx("ss_vals"), a, b];
     mlx::eval(&args).unwrap();
     let want = all_ops(&args).unwrap();
     for format in [Format::Mlx, Format::Native] {
-        let path = std::env::temp_dir().join(format!("mlx-linalg2-{}-{format:?}.mlxfn", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "mlx-linalg2-{}-{format:?}.mlxfn",
+            std::process::id()
+        ));
         let opts = mlx::ExportOptions {
             format,
             ..Default::default()
@@ -486,7 +584,11 @@ fn kernel() -> mlx::primitives::custom_kernel::CustomKernel {
         shape_infos: vec![(false, false, false)],
         ensure_row_contiguous: true,
         init_value: Some(0.5),
-        scalar_arguments: vec![ScalarArg::Int(3), ScalarArg::Float(1.5), ScalarArg::Bool(true)],
+        scalar_arguments: vec![
+            ScalarArg::Int(3),
+            ScalarArg::Float(1.5),
+            ScalarArg::Bool(true),
+        ],
         is_precompiled: false,
         shared_memory: 0,
         compile_options: 2,
@@ -508,7 +610,10 @@ fn custom_kernel_state_round_trips_in_both_codecs() {
     let bytes = w.bytes;
     // name (8+5) source (8+len) grid 12 threadgroup 12 shape_infos 8+3 bool 1
     // init 1+4 scalars 8+(8+8+5) precompiled 1 shared 4 options 4
-    assert_eq!(bytes.len(), 13 + 8 + k.source.len() + 12 + 12 + 11 + 1 + 5 + 29 + 1 + 4 + 4);
+    assert_eq!(
+        bytes.len(),
+        13 + 8 + k.source.len() + 12 + 12 + 11 + 1 + 5 + 29 + 1 + 4 + 4
+    );
     let mut r = MlxReader::new(&bytes, "test");
     let back = (entry.decode_mlx)(&mut r).unwrap();
     assert_eq!(r.remaining(), 0);
@@ -527,14 +632,17 @@ fn custom_kernel_in_a_file_imports_and_eval_names_the_kernel() {
     };
     let x = Array::from_slice(&[0.0f32, 1.0, 2.0, 3.0], &[4]).unwrap();
     for format in [Format::Mlx, Format::Native] {
-        let path = std::env::temp_dir().join(format!("mlx-linalg2-kernel-{}-{format:?}.mlxfn", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "mlx-linalg2-kernel-{}-{format:?}.mlxfn",
+            std::process::id()
+        ));
         let opts = mlx::ExportOptions {
             format,
             ..Default::default()
         };
-        mlx::export_function(&path, f, &[x.clone()], &opts).unwrap();
+        mlx::export_function(&path, f, std::slice::from_ref(&x), &opts).unwrap();
         let g = mlx::import_function(&path).unwrap();
-        let out = g.call(&[x.clone()]).unwrap();
+        let out = g.call(std::slice::from_ref(&x)).unwrap();
         assert_eq!(out[0].shape(), &[4]);
         let err = out[0].eval().unwrap_err().to_string();
         assert!(err.contains("myexp") && err.contains("CPU"), "{err}");
@@ -552,7 +660,11 @@ fn err_of(r: mlx::Result<impl std::fmt::Debug>) -> String {
 fn bad_inputs_are_errors_with_clear_messages() {
     let rect = Array::from_slice(&[1.0f32; 6], &[2, 3]).unwrap();
     let ints = Array::from_slice(&[1i32; 4], &[2, 2]).unwrap();
-    let halfs = ops::astype(&Array::from_slice(&[1.0f32; 4], &[2, 2]).unwrap(), Dtype::Float16).unwrap();
+    let halfs = ops::astype(
+        &Array::from_slice(&[1.0f32; 4], &[2, 2]).unwrap(),
+        Dtype::Float16,
+    )
+    .unwrap();
     let vec3 = Array::from_slice(&[1.0f32; 3], &[3]).unwrap();
     let e = err_of(linalg::cholesky(&rect, false));
     assert!(e.contains("square") && e.contains("[2, 3]"), "{e}");
@@ -560,7 +672,10 @@ fn bad_inputs_are_errors_with_clear_messages() {
     assert!(err_of(linalg::eigh(&rect, "L")).contains("square"));
     assert!(err_of(linalg::eig(&rect)).contains("square"));
     let e = err_of(linalg::qr(&ints));
-    assert!(e.contains("float32 or float64") && e.contains("int32"), "{e}");
+    assert!(
+        e.contains("float32 or float64") && e.contains("int32"),
+        "{e}"
+    );
     assert!(err_of(linalg::svd(&halfs, true)).contains("float16"));
     assert!(err_of(linalg::cholesky(&vec3, false)).contains("at least 2 dimensions"));
     assert!(err_of(linalg::eigh(&halfs, "X")).contains("float16"));

@@ -54,7 +54,10 @@ fn check(op: &str, a: &Array, square: bool, complex_ok: bool) -> Result<()> {
     if square && a.shape()[n - 1] != a.shape()[n - 2] {
         return Err(Error::invalid(
             op,
-            format!("only defined for square matrices, found shape {:?}", a.shape()),
+            format!(
+                "only defined for square matrices, found shape {:?}",
+                a.shape()
+            ),
         ));
     }
     Ok(())

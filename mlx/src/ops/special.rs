@@ -45,7 +45,11 @@ pub fn hadamard_transform(a: &Array, scale: Option<f32>) -> Result<Array> {
             "does not support empty arrays",
         ));
     }
-    let n = if a.ndim() > 0 { a.shape()[a.ndim() - 1] } else { 1 };
+    let n = if a.ndim() > 0 {
+        a.shape()[a.ndim() - 1]
+    } else {
+        1
+    };
     let scale = scale.unwrap_or(1.0 / (n as f32).sqrt());
     let dtype = if a.dtype().is_float() {
         a.dtype()
@@ -70,8 +74,16 @@ fn matmul_operands(op: &str, a: &Array, b: &Array) -> Result<(Array, Array, Dtyp
             "got a 0-d input; inputs must have at least one dimension",
         ));
     }
-    let a = if a.ndim() == 1 { expand_dims(a, &[0])? } else { a.clone() };
-    let b = if b.ndim() == 1 { expand_dims(b, &[1])? } else { b.clone() };
+    let a = if a.ndim() == 1 {
+        expand_dims(a, &[0])?
+    } else {
+        a.clone()
+    };
+    let b = if b.ndim() == 1 {
+        expand_dims(b, &[1])?
+    } else {
+        b.clone()
+    };
     if a.shape()[a.ndim() - 1] != b.shape()[b.ndim() - 2] {
         return Err(Error::invalid(
             op,

@@ -67,21 +67,30 @@ fn check_matrix(op: &str, inputs: &[Spec], square: bool) -> Result<(usize, usize
     if a.dtype != Dtype::Float32 && a.dtype != Dtype::Float64 {
         return Err(Error::invalid(
             op,
-            format!("arrays must have type float32 or float64, found {}", a.dtype),
+            format!(
+                "arrays must have type float32 or float64, found {}",
+                a.dtype
+            ),
         ));
     }
     let nd = a.shape.len();
     if nd < 2 {
         return Err(Error::invalid(
             op,
-            format!("arrays must have at least 2 dimensions, found shape {:?}", a.shape),
+            format!(
+                "arrays must have at least 2 dimensions, found shape {:?}",
+                a.shape
+            ),
         ));
     }
     let (m, n) = (a.shape[nd - 2] as usize, a.shape[nd - 1] as usize);
     if square && m != n {
         return Err(Error::invalid(
             op,
-            format!("only defined for square matrices, found shape {:?}", a.shape),
+            format!(
+                "only defined for square matrices, found shape {:?}",
+                a.shape
+            ),
         ));
     }
     let batch = a.shape[..nd - 2].iter().map(|&d| d as usize).product();
@@ -254,7 +263,11 @@ impl Primitive for Eigh {
             ));
         }
         let d = inputs[0].dtype;
-        Ok(eigen_specs(&inputs[0], d, self.compute_eigenvectors.then_some(d)))
+        Ok(eigen_specs(
+            &inputs[0],
+            d,
+            self.compute_eigenvectors.then_some(d),
+        ))
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let (batch, n, _) = check_matrix("Eigh", &[inputs[0].spec().clone()], true)?;
@@ -277,7 +290,11 @@ impl Primitive for Eig {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         check_matrix("Eig", inputs, true)?;
         let c = Dtype::Complex64;
-        Ok(eigen_specs(&inputs[0], c, self.compute_eigenvectors.then_some(c)))
+        Ok(eigen_specs(
+            &inputs[0],
+            c,
+            self.compute_eigenvectors.then_some(c),
+        ))
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let (batch, n, _) = check_matrix("Eig", &[inputs[0].spec().clone()], true)?;

@@ -167,7 +167,14 @@ impl Primitive for GatherMM {
 /// Multiplies (or zeroes) the tiles of the row-major `rows`×`cols` matrix
 /// `x` by the row-major tile mask `mask` (values as f32; a bool mask, as
 /// 0/1, sets masked tiles to zero even where they hold NaN, as MLX).
-fn apply_mask(x: &mut [f32], rows: usize, cols: usize, mask: &(Vec<f32>, bool), start: usize, block: usize) {
+fn apply_mask(
+    x: &mut [f32],
+    rows: usize,
+    cols: usize,
+    mask: &(Vec<f32>, bool),
+    start: usize,
+    block: usize,
+) {
     let (mask, is_bool) = (&mask.0[start..], mask.1);
     let tc = cols.div_ceil(block);
     for i in 0..rows {
@@ -183,7 +190,13 @@ fn apply_mask(x: &mut [f32], rows: usize, cols: usize, mask: &(Vec<f32>, bool), 
 }
 
 /// A mask input viewed at `batch ++ [tiles_r, tiles_c]`, as f32 values.
-fn mask_values(op: &str, m: &Array, batch: &[i32], tr: usize, tc: usize) -> Result<(Vec<f32>, bool)> {
+fn mask_values(
+    op: &str,
+    m: &Array,
+    batch: &[i32],
+    tr: usize,
+    tc: usize,
+) -> Result<(Vec<f32>, bool)> {
     let mut shape = batch.to_vec();
     shape.push(tr as i32);
     shape.push(tc as i32);
@@ -253,7 +266,10 @@ impl Primitive for BlockMaskedMM {
         if out[0].dtype != Dtype::Float32 {
             return Err(Error::invalid(
                 OP,
-                format!("only float32 is supported (as MLX's CPU), found {}", out[0].dtype),
+                format!(
+                    "only float32 is supported (as MLX's CPU), found {}",
+                    out[0].dtype
+                ),
             ));
         }
         let nd = out[0].shape.len();
@@ -271,8 +287,22 @@ impl Primitive for BlockMaskedMM {
             let lm = mask_values(OP, &inputs[inputs.len() - 2], batch, tm, tk)?;
             let rm = mask_values(OP, &inputs[inputs.len() - 1], batch, tk, tn)?;
             for i in 0..nb {
-                apply_mask(&mut a[i * m * k..(i + 1) * m * k], m, k, &lm, i * tm * tk, bs);
-                apply_mask(&mut b[i * k * n..(i + 1) * k * n], k, n, &rm, i * tk * tn, bs);
+                apply_mask(
+                    &mut a[i * m * k..(i + 1) * m * k],
+                    m,
+                    k,
+                    &lm,
+                    i * tm * tk,
+                    bs,
+                );
+                apply_mask(
+                    &mut b[i * k * n..(i + 1) * k * n],
+                    k,
+                    n,
+                    &rm,
+                    i * tk * tn,
+                    bs,
+                );
             }
         }
         let shape_a: Vec<i32> = out[0].shape[..nd - 2]
@@ -308,8 +338,18 @@ impl Primitive for BlockMaskedMM {
         let mut c = to_contiguous_vec::<f32>(&prod, &out[0].shape);
         let om = mask_values(OP, &inputs[2], batch, tm, tn)?;
         for i in 0..nb {
-            apply_mask(&mut c[i * m * n..(i + 1) * m * n], m, n, &om, i * tm * tn, bs);
+            apply_mask(
+                &mut c[i * m * n..(i + 1) * m * n],
+                m,
+                n,
+                &om,
+                i * tm * tn,
+                bs,
+            );
         }
-        Ok(vec![Data::contiguous(Buffer::from_slice(&c), &out[0].shape)])
+        Ok(vec![Data::contiguous(
+            Buffer::from_slice(&c),
+            &out[0].shape,
+        )])
     }
 }

@@ -50,7 +50,10 @@ fn check(op: &str, inputs: &[Spec], params: usize) -> Result<()> {
     if g.shape != x.shape {
         return Err(Error::invalid(
             op,
-            format!("the cotangent's shape {:?} must equal x's {:?}", g.shape, x.shape),
+            format!(
+                "the cotangent's shape {:?} must equal x's {:?}",
+                g.shape, x.shape
+            ),
         ));
     }
     let d = *x.shape.last().unwrap_or(&1);

@@ -81,7 +81,10 @@ impl Primitive for SearchSorted {
             &to_contiguous_vec::<T>(&dv, v.shape()),
             self.right,
         ));
-        Ok(vec![Data::contiguous(Buffer::from_slice(&idx), &out[0].shape)])
+        Ok(vec![Data::contiguous(
+            Buffer::from_slice(&idx),
+            &out[0].shape,
+        )])
     }
 }
 
@@ -99,10 +102,23 @@ fn hadamard_factor(n: i32) -> (i32, i32) {
 /// stage stores `(x ± y)` then multiplies the stored value by `scale`, as
 /// MLX's CPU kernel does, so half types round the same way.
 fn transform<T: Element>(data: &mut [T], len: usize, scale: f32, wide: bool) {
-    let (to, from): (fn(T) -> f64, fn(f64) -> T) = (T::to_f64, T::from_f64);
+    let to = T::to_f64;
+    let from = T::from_f64;
     // f32 arithmetic for every dtype but f64.
-    let add = |x: f64, y: f64| if wide { x + y } else { (x as f32 + y as f32) as f64 };
-    let sub = |x: f64, y: f64| if wide { x - y } else { (x as f32 - y as f32) as f64 };
+    let add = |x: f64, y: f64| {
+        if wide {
+            x + y
+        } else {
+            (x as f32 + y as f32) as f64
+        }
+    };
+    let sub = |x: f64, y: f64| {
+        if wide {
+            x - y
+        } else {
+            (x as f32 - y as f32) as f64
+        }
+    };
     let mul = |x: f64| {
         if wide {
             x * scale as f64

@@ -127,7 +127,11 @@ pub fn inverse(a: &[f64], n: usize) -> std::result::Result<Vec<f64>, usize> {
 /// (1-based).
 pub fn tri_inverse(a: &[f64], n: usize, upper: bool) -> std::result::Result<Vec<f64>, usize> {
     // Invert a lower triangular L; an upper matrix is handled as L = Uᵀ.
-    let l = if upper { transpose(a, n, n) } else { a.to_vec() };
+    let l = if upper {
+        transpose(a, n, n)
+    } else {
+        a.to_vec()
+    };
     if let Some(k) = (0..n).find(|&k| l[k * n + k] == 0.0) {
         return Err(k + 1);
     }
@@ -246,7 +250,12 @@ pub fn svd(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         }
     }
     let norms: Vec<f64> = (0..n)
-        .map(|j| (0..m).map(|i| u[i * n + j] * u[i * n + j]).sum::<f64>().sqrt())
+        .map(|j| {
+            (0..m)
+                .map(|i| u[i * n + j] * u[i * n + j])
+                .sum::<f64>()
+                .sqrt()
+        })
         .collect();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]));
