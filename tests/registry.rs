@@ -20,6 +20,19 @@ const EXPECTED: &[&str] = &[
     "Transpose",
     "Squeeze",
     "ExpandDims",
+    "Cholesky",
+    "Inverse",
+    "QRF",
+    "SVD",
+    "Eigh",
+    "Eig",
+    "SearchSorted",
+    "GatherMM",
+    "BlockMaskedMM",
+    "Hadamard",
+    "LayerNormVJP",
+    "RMSNormVJP",
+    "CustomKernel",
 ];
 
 #[test]

@@ -26,6 +26,7 @@ pub mod export;
 pub mod fast;
 pub mod fft;
 pub mod io;
+pub mod linalg;
 pub mod nn;
 pub mod ops;
 pub mod primitive;

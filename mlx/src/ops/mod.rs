@@ -13,6 +13,7 @@ mod quantized;
 mod reduce;
 mod shape;
 mod sort_scan;
+mod special;
 
 pub use arithmetic::*;
 pub use conv::*;
@@ -24,6 +25,7 @@ pub use quantized::*;
 pub use reduce::*;
 pub use shape::*;
 pub use sort_scan::*;
+pub use special::*;
 
 use crate::{Array, Dtype, Error, Result};
 

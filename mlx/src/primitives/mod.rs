@@ -5,13 +5,18 @@
 pub mod binary;
 pub mod conv;
 pub mod creation;
+pub mod custom_kernel;
+pub mod factor;
 pub mod fast;
 mod fast_grad;
 pub mod fft;
 pub(crate) mod grad;
 pub(crate) mod grad_util;
+pub mod hadamard;
 pub mod indexing;
 pub mod linalg;
+pub mod masked_mm;
+pub mod norm_vjp;
 pub mod quantized;
 pub mod random;
 pub mod reduce;

@@ -3,6 +3,7 @@
 pub mod cast;
 pub mod conv;
 pub mod copy;
+pub mod decomp;
 pub mod elementwise;
 pub mod fast;
 pub mod fft;
