@@ -55,7 +55,9 @@ fn cache_retraces_for_a_new_shape_or_dtype_only() {
     });
     let x2 = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     assert_eq!(
-        f(&[x2.clone()]).unwrap()[0].to_vec::<f32>().unwrap(),
+        f(std::slice::from_ref(&x2)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap(),
         vec![2.0, 4.0]
     );
     f(&[Array::from_slice(&[5.0f32, 6.0], &[2]).unwrap()]).unwrap();

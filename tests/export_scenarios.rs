@@ -105,7 +105,7 @@ fn two_scalar_inputs_reject_extra_or_missing_arguments() {
             vec![3.5]
         );
         assert!(f.call(&[one.clone(), one.clone(), one.clone()]).is_err());
-        assert!(f.call(&[one.clone()]).is_err());
+        assert!(f.call(std::slice::from_ref(&one)).is_err());
         // A different dtype does not match the float32 trace.
         assert!(f.call(&[one.clone(), Array::scalar(1i32)]).is_err());
     }

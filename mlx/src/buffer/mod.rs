@@ -126,7 +126,7 @@ impl Buffer {
     /// Returns `None` unless the range lies inside the map and starts 64-byte aligned.
     pub fn mapped(map: Arc<memmap2::Mmap>, offset: usize, len: usize) -> Option<Buffer> {
         let end = offset.checked_add(len)?;
-        if end > map.len() || (map.as_ptr() as usize + offset) % BUFFER_ALIGN != 0 {
+        if end > map.len() || !(map.as_ptr() as usize + offset).is_multiple_of(BUFFER_ALIGN) {
             return None;
         }
         Some(Buffer {

@@ -265,7 +265,7 @@ pub fn decode(src: &Source, path: &str) -> Result<Decoded> {
 
     let mut constants = Vec::with_capacity(header.constants.len());
     for (i, c) in header.constants.iter().enumerate() {
-        constants.push(load_constant(src, data_start, i, c).map_err(|m| err(m))?);
+        constants.push(load_constant(src, data_start, i, c).map_err(err)?);
     }
     let mut functions = Vec::with_capacity(header.functions.len());
     for (fi, f) in header.functions.iter().enumerate() {
@@ -310,7 +310,7 @@ fn load_constant(
             spec.dtype, spec.shape, c.length
         ));
     }
-    if c.offset % BUFFER_ALIGN as u64 != 0 {
+    if !c.offset.is_multiple_of(BUFFER_ALIGN as u64) {
         return Err(format!(
             "constant {i}: offset {} is not {BUFFER_ALIGN}-byte aligned",
             c.offset

@@ -82,19 +82,20 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array
             })?;
         let bytes = view.data();
         let offset = bytes.as_ptr() as usize - base;
-        let buffer = if bytes.as_ptr() as usize % BUFFER_ALIGN == 0 && dtype != Dtype::Bool {
-            Buffer::mapped(map.clone(), offset, bytes.len())
-                .unwrap_or_else(|| Buffer::from_bytes(bytes))
-        } else {
-            let mut b = Buffer::from_bytes(bytes);
-            if dtype == Dtype::Bool {
-                b.bytes_mut()
-                    .expect("heap")
-                    .iter_mut()
-                    .for_each(|x| *x = (*x != 0) as u8);
-            }
-            b
-        };
+        let buffer =
+            if (bytes.as_ptr() as usize).is_multiple_of(BUFFER_ALIGN) && dtype != Dtype::Bool {
+                Buffer::mapped(map.clone(), offset, bytes.len())
+                    .unwrap_or_else(|| Buffer::from_bytes(bytes))
+            } else {
+                let mut b = Buffer::from_bytes(bytes);
+                if dtype == Dtype::Bool {
+                    b.bytes_mut()
+                        .expect("heap")
+                        .iter_mut()
+                        .for_each(|x| *x = (*x != 0) as u8);
+                }
+                b
+            };
         out.insert(
             key,
             Array::from_data(Data::contiguous(buffer, &shape), Spec::new(shape, dtype)),

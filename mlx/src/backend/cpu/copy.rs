@@ -12,7 +12,7 @@ pub fn for_each_row(
     offset: usize,
     mut f: impl FnMut(isize, usize, isize),
 ) {
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return;
     }
     if shape.is_empty() {

@@ -424,6 +424,6 @@ mod tests {
         assert_eq!(f16_from_f32(f32::NAN).to_bits(), 0x7D00);
         assert_eq!(f16_from_f32(-f32::NAN).to_bits(), 0xFD00);
         assert_eq!(bf16_from_f32(-f32::NAN).to_bits(), 0x7FC0);
-        assert_eq!(bf16_from_f32(1.00390625).to_bits(), 0x3F80);
+        assert_eq!(bf16_from_f32(1.003_906_2).to_bits(), 0x3F80);
     }
 }

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 /// element-wise `exp`; this one can become a call to it if that one
 /// vectorises as well.
 #[inline(always)]
-#[allow(clippy::approx_constant)] // MLX's literal, as written
+#[allow(clippy::approx_constant, clippy::excessive_precision)] // MLX's literals, as written
 pub fn exp_f32(x: f32) -> f32 {
     let y = x * 1.442695f32;
     let ipart = (y + 0.5).floor();
