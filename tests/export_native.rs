@@ -227,7 +227,10 @@ fn a_failed_export_leaves_the_previous_file_intact_and_no_temporary() {
     let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(".keep.mlxfn") && name.contains(".tmp-")
+        })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

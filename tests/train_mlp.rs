@@ -12,8 +12,12 @@ mod train_mlp;
 use common::{assert_bits_eq, npy};
 use mlx::nn::Module;
 
+/// Both tests seed the process-wide random generator: run them one at a time.
+static RANDOM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn init_matches_mlx() {
+    let _serial = RANDOM.lock().unwrap_or_else(|p| p.into_inner());
     let setup = train_mlp::init().unwrap();
     let params = setup.model.parameters();
     assert_eq!(params.len(), 8);
@@ -31,6 +35,7 @@ fn init_matches_mlx() {
 
 #[test]
 fn exported_training_loss_falls_like_mlx() {
+    let _serial = RANDOM.lock().unwrap_or_else(|p| p.into_inner());
     let dir = std::env::temp_dir().join(format!("mlx-train-mlp-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let losses = train_mlp::run(&dir, |_, _| {}).unwrap();
