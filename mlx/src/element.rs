@@ -145,3 +145,30 @@ macro_rules! dispatch_dtype {
         }
     };
 }
+
+/// Runs `$body` with `$T` the unsigned integer as wide as one element of
+/// `$dtype`: kernels that move bits, not values (copies, gathers), serve
+/// every dtype with four instantiations.
+macro_rules! dispatch_bits {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype.size() {
+            1 => {
+                type $T = u8;
+                $body
+            }
+            2 => {
+                type $T = u16;
+                $body
+            }
+            4 => {
+                type $T = u32;
+                $body
+            }
+            _ => {
+                type $T = u64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch_bits;

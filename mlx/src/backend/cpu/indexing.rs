@@ -13,34 +13,10 @@ use super::scan::mlx_half_result;
 use super::PAR_THRESHOLD;
 use crate::array::{row_major_strides, Data};
 use crate::buffer::Buffer;
+use crate::element::dispatch_bits;
 use crate::primitive::Spec;
 use crate::{dispatch_dtype, Array, Dtype, Element, Error, Result};
 use rayon::prelude::*;
-
-/// Runs `$body` with `$T` an unsigned integer as wide as one element of
-/// `$dtype`: gathers move bits, so one kernel serves every dtype.
-macro_rules! dispatch_width {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype.size() {
-            1 => {
-                type $T = u8;
-                $body
-            }
-            2 => {
-                type $T = u16;
-                $body
-            }
-            4 => {
-                type $T = u32;
-                $body
-            }
-            _ => {
-                type $T = u64;
-                $body
-            }
-        }
-    };
-}
 
 /// How a scatter combines the value already in the output with an update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +158,7 @@ pub fn gather(
         }
     }
     let offs = offsets(slice_sizes, &d.strides, 0);
-    dispatch_width!(out.dtype, T => {
+    dispatch_bits!(out.dtype, T => {
         let s = d.buffer.as_slice::<T>();
         let o = buf.as_mut_slice::<T>().expect("heap buffer");
         let fill = |(p, chunk): (usize, &mut [T])| {
@@ -217,7 +193,7 @@ pub fn gather_axis(src: &Array, idx: &Array, axis: usize, out: &Spec) -> Result<
     for (p, &v) in pos.iter_mut().zip(&vals) {
         *p += wrap(op, v, dim, 1, axis)? * d.strides[axis];
     }
-    dispatch_width!(out.dtype, T => {
+    dispatch_bits!(out.dtype, T => {
         let s = d.buffer.as_slice::<T>();
         let o = buf.as_mut_slice::<T>().expect("heap buffer");
         if o.len() >= PAR_THRESHOLD {

@@ -6,34 +6,10 @@ use crate::array::{row_major_strides, Data};
 use crate::backend::cpu::copy::for_each_row;
 use crate::backend::cpu::elementwise::fresh_output;
 use crate::backend::cpu::PAR_THRESHOLD;
+use crate::element::dispatch_bits;
 use crate::primitive::Spec;
 use crate::{Buffer, Element, Error, Result};
 use rayon::prelude::*;
-
-/// Runs `$body` with `$T` the unsigned integer as wide as one element of `$dtype`.
-macro_rules! dispatch_bits {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype.size() {
-            1 => {
-                type $T = u8;
-                $body
-            }
-            2 => {
-                type $T = u16;
-                $body
-            }
-            4 => {
-                type $T = u32;
-                $body
-            }
-            _ => {
-                type $T = u64;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use dispatch_bits;
 
 /// Lowest and highest element index that a view (`shape`, `strides`,
 /// `offset`) touches; `None` when it has no elements.

@@ -1,7 +1,8 @@
 //! Joining and cutting along an axis: Concatenate, Split (views), Pad.
 
-use super::copy::{combine_into, dispatch_bits, filled};
+use super::copy::{combine_into, filled};
 use crate::array::row_major_strides;
+use crate::element::dispatch_bits;
 use crate::ops::{normalize_axes, normalize_axis};
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;

@@ -6,9 +6,10 @@
 //! slice fits: `start = clamp(start, 0, dim - size)` (negative starts give
 //! 0), which agrees with MLX wherever MLX is defined.
 
-use super::copy::{check_in_bounds, combine_into, dispatch_bits, writable_copy};
+use super::copy::{check_in_bounds, combine_into, writable_copy};
 use crate::array::row_major_strides;
 use crate::backend::cpu::num::Num;
+use crate::element::dispatch_bits;
 use crate::ops::normalize_axes;
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
