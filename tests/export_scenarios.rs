@@ -613,7 +613,6 @@ fn per_trace_constants_made_from_shapes() {
 }
 
 #[test]
-#[ignore = "known gap (issue 5): matmul against a 2-D constant broadcasts it to a fixed batch shape, which shapeless export refuses; MLX supports this"]
 fn shapeless_matmul_over_the_middle_and_batch_axes() {
     for (batch, e, h, traced, others) in [(1, 64, 17, 40, [248, 623]), (2, 32, 8, 10, [50, 100])] {
         let w: Vec<f32> = (0..e * h).map(|i| i as f32 / (e * h) as f32).collect();

@@ -4,75 +4,14 @@
 //! built as MLX 0.32 builds them (explicit Broadcast/AsType nodes, Gather
 //! followed by Transpose/Squeeze), so exported files match MLX's.
 
-use super::{broadcast_shapes, cast_to, normalize_axis};
+use super::shape::broadcast_together;
+use super::{cast_to, normalize_axis};
 use crate::backend::cpu::indexing::is_index_dtype;
 use crate::ops::{expand_dims, flatten, reshape, slice, squeeze, transpose};
 use crate::primitives::indexing::{
     Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis, ScatterAxisType, ScatterType,
 };
-use crate::primitives::shape::{Broadcast, BroadcastAxes};
-use crate::transforms::trace::is_shapeless_tracing;
 use crate::{Array, Dtype, Error, Result};
-
-/// Broadcasts `arrays` to one shape, ignoring the axis `ignore` (counted
-/// from the end, e.g. -1) when given: each array keeps its own size there.
-/// Arrays already of the target shape get no node, except in a shapeless
-/// trace, where every array gets a shape-relative node (MLX's dynamic mode).
-fn broadcast_all(op: &str, arrays: &[Array], ignore: Option<i32>) -> Result<Vec<Array>> {
-    if arrays.len() <= 1 {
-        return Ok(arrays.to_vec());
-    }
-    let strip = |a: &Array| -> Vec<i32> {
-        let mut s = a.shape().to_vec();
-        if let Some(ax) = ignore {
-            s.remove((a.ndim() as i32 + ax) as usize);
-        }
-        s
-    };
-    let mut common: Vec<i32> = Vec::new();
-    for a in arrays {
-        common = broadcast_shapes(op, &common, &strip(a))?;
-    }
-    let target = |a: &Array| -> Vec<i32> {
-        let mut s = common.clone();
-        if let Some(ax) = ignore {
-            let pos = (s.len() as i32 + 1 + ax) as usize;
-            s.insert(pos, a.shape()[(a.ndim() as i32 + ax) as usize]);
-        }
-        s
-    };
-    let shapeless = is_shapeless_tracing();
-    let mut out = Vec::with_capacity(arrays.len());
-    for (i, a) in arrays.iter().enumerate() {
-        let shape = target(a);
-        if !shapeless {
-            out.push(if a.shape() == shape.as_slice() {
-                a.clone()
-            } else {
-                Array::from_primitive(Broadcast { shape }, vec![a.clone()])?
-            });
-            continue;
-        }
-        let mut inputs = vec![a.clone()];
-        inputs.extend(
-            arrays
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != i)
-                .map(|(_, b)| b.clone()),
-        );
-        out.push(match ignore {
-            Some(ax) => Array::from_primitive(
-                BroadcastAxes {
-                    ignore_axes: vec![ax],
-                },
-                inputs,
-            )?,
-            None => Array::from_primitive(Broadcast { shape }, inputs)?,
-        });
-    }
-    Ok(out)
-}
 
 /// Checks index arrays (integers only) and gives their common dtype.
 fn index_dtype(op: &str, indices: &[Array]) -> Result<Option<Dtype>> {
@@ -119,7 +58,7 @@ fn index_axes(op: &str, axes: &[i32], k: usize, ndim: usize) -> Result<Vec<i32>>
 /// The index arrays broadcast to one shape and cast to one integer dtype.
 fn prepare_indices(op: &str, indices: &[Array]) -> Result<Vec<Array>> {
     let dtype = index_dtype(op, indices)?;
-    let mut out = broadcast_all(op, indices, None)?;
+    let mut out = broadcast_together(op, indices, &[])?;
     if let Some(d) = dtype {
         for ix in &mut out {
             *ix = cast_to(ix, d)?;
@@ -262,7 +201,7 @@ pub fn take_along_axis(a: &Array, indices: &Array, axis: Option<i32>) -> Result<
     };
     let ax = along_axis("take_along_axis", a, indices, axis)?;
     let rel = ax as i32 - a.ndim() as i32;
-    let inputs = broadcast_all("take_along_axis", &[a.clone(), indices.clone()], Some(rel))?;
+    let inputs = broadcast_together("take_along_axis", &[a.clone(), indices.clone()], &[rel])?;
     Array::from_primitive(GatherAxis { axis: ax as i32 }, inputs)
 }
 
@@ -283,13 +222,9 @@ fn scatter_axis(
         let lead: Vec<i32> = (0..(upd.ndim() - indices.ndim()) as i32).collect();
         upd = squeeze(&upd, &lead)?;
     }
-    let pair = broadcast_all(op, &[indices.clone(), upd], None)?;
+    let pair = broadcast_together(op, &[indices.clone(), upd], &[])?;
     let rel = ax as i32 - a.ndim() as i32;
-    let inputs = broadcast_all(
-        op,
-        &[a.clone(), pair[0].clone(), pair[1].clone()],
-        Some(rel),
-    )?;
+    let inputs = broadcast_together(op, &[a.clone(), pair[0].clone(), pair[1].clone()], &[rel])?;
     Array::from_primitive(
         ScatterAxis {
             reduce_type: kind,

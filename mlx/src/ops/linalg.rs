@@ -3,24 +3,16 @@
 //! The graphs follow MLX's: 1-D operands get an ExpandDims and a final
 //! Squeeze, mixed dtypes an AsType, batch axes explicit Broadcast nodes.
 
+use super::shape::broadcast_together;
 use super::{broadcast_as, broadcast_shapes, cast_to};
 use crate::primitives::linalg::{AddMM, Matmul};
 use crate::{promote_types, Array, Dtype, Error, Result};
 
-/// Shape of `x` with the batch axes replaced by `batch`.
-fn with_batch(x: &Array, batch: &[i32]) -> Vec<i32> {
-    let mut s = batch.to_vec();
-    s.extend_from_slice(&x.shape()[x.ndim() - 2..]);
-    s
-}
-
 /// Broadcasts the batch axes (all but the last two) of `a` and `b` together.
 fn broadcast_batches(op: &str, a: &Array, b: &Array) -> Result<(Array, Array)> {
-    let batch = broadcast_shapes(op, &a.shape()[..a.ndim() - 2], &b.shape()[..b.ndim() - 2])?;
-    Ok((
-        broadcast_as(a, &with_batch(a, &batch))?,
-        broadcast_as(b, &with_batch(b, &batch))?,
-    ))
+    let mut out = broadcast_together(op, &[a.clone(), b.clone()], &[-2, -1])?;
+    let b = out.pop().expect("two arrays in, two out");
+    Ok((out.pop().expect("two arrays in, two out"), b))
 }
 
 /// 1-D operands as matrices: a row vector on the left, a column on the right.

@@ -2,55 +2,26 @@
 //! an op that would not change anything returns its input (no node).
 //!
 //! - this file: reshape, flatten, unflatten, transpose, swapaxes, moveaxis,
-//!   broadcast_to, broadcast_arrays, expand_dims, squeeze, atleast_1d/2d/3d;
+//!   expand_dims, squeeze, atleast_1d/2d/3d;
+//! - broadcast: broadcast_to, broadcast_arrays, broadcast_arrays_ignoring;
 //! - slicing: slice, slice_axis, flip, slice_update (+ reductions),
 //!   slice_dynamic, slice_update_dynamic;
 //! - joins: concatenate, stack, split, split_at, pad, tile, repeat;
 //! - misc: view, as_strided, copy, stop_gradient, depends, number_of_elements.
 
+mod broadcast;
 mod join;
 mod misc;
 mod slicing;
 
+pub use broadcast::*;
 pub use join::*;
 pub use misc::*;
 pub use slicing::*;
 
-use crate::ops::{broadcast_shapes, normalize_axes, normalize_axis};
+use crate::ops::{normalize_axes, normalize_axis};
 use crate::primitives::shape;
 use crate::{Array, Error, Result};
-
-/// `a` broadcast to `shape` (numpy rules).
-pub fn broadcast_to(a: &Array, shape: &[i32]) -> Result<Array> {
-    if let Some(&d) = shape.iter().find(|&&d| d < 0) {
-        return Err(Error::invalid(
-            "broadcast_to",
-            format!("negative dimension {d} in shape {shape:?}"),
-        ));
-    }
-    if a.shape() == shape {
-        return Ok(a.clone());
-    }
-    Array::from_primitive(
-        shape::Broadcast {
-            shape: shape.to_vec(),
-        },
-        vec![a.clone()],
-    )
-}
-
-/// The arrays broadcast against each other (each is unchanged when it
-/// already has the common shape).
-pub fn broadcast_arrays(arrays: &[Array]) -> Result<Vec<Array>> {
-    let Some(first) = arrays.first() else {
-        return Ok(Vec::new());
-    };
-    let mut target = first.shape().to_vec();
-    for a in &arrays[1..] {
-        target = broadcast_shapes("broadcast_arrays", &target, a.shape())?;
-    }
-    arrays.iter().map(|a| broadcast_to(a, &target)).collect()
-}
 
 /// `a` with a new shape of the same size; one dimension may be `-1`.
 pub fn reshape(a: &Array, shape: &[i32]) -> Result<Array> {
