@@ -113,15 +113,6 @@ fn reductions_match_mlx() {
             let tol = tolerance(op, dtype);
             for (case, off) in cases.iter().zip(offsets) {
                 let what = format!("{op} of {in_file}, case {case}");
-                // Known gap: MLX's softmax of a bool or integer array over a non-last axis
-                // computes max/subtract in that dtype (wrapping); ours differs. Tracked
-                // in the core issue's closing note.
-                if op.starts_with("softmax")
-                    && !(in_dtype.starts_with("float") || in_dtype == "bfloat16")
-                {
-                    skipped += 1;
-                    continue;
-                }
                 let xi = if case["transpose"].as_bool().unwrap() {
                     ops::transpose(&x, &[2, 0, 1]).unwrap()
                 } else {
@@ -142,7 +133,24 @@ fn reductions_match_mlx() {
                     .map(|d| d.as_i64().unwrap() as i32)
                     .collect();
                 assert_eq!(got.shape(), shape.as_slice(), "{what}: shape");
-                assert_eq!(got.dtype().name(), dtype, "{what}: dtype");
+                // The packed file has one dtype per input, but MLX's softmax over
+                // anything but the last axis alone casts back to the input's dtype.
+                let last_only = matches!(case["axes"].as_array().map(|a| a[..].to_vec()), Some(a) if a.len() == 1 && (a[0] == 2 || a[0] == -1));
+                let want = if op.starts_with("softmax") && !last_only {
+                    in_dtype
+                } else {
+                    dtype
+                };
+                assert_eq!(got.dtype().name(), want, "{what}: dtype");
+                // There the max is subtracted in the input's dtype; for unsigned inputs
+                // that wraps, exp overflows and inf/inf = NaN is cast to uint32/uint64.
+                // That cast is undefined in C++ and MLX's answer depends on where the
+                // element sits in the array (its vector and scalar loops differ), so
+                // those cases are not compared; uint8/uint16 agree and are checked.
+                if want != dtype && matches!(in_dtype, "uint32" | "uint64") {
+                    skipped += 1;
+                    continue;
+                }
                 let off = off.as_u64().unwrap() as usize;
                 let n = got.size();
                 let (gv, gi) = values(&got);

@@ -283,8 +283,10 @@ pub fn logsumexp(a: &Array, axes: &[i32], keepdims: bool) -> Result<Array> {
 }
 
 /// Softmax over `axes` (all when empty). Over the last axis it is one
-/// `Softmax` node (`precise`: half types computed in f32); otherwise MLX's
-/// decomposition `exp(a - max) / sum(exp(a - max))`, in float32 when precise.
+/// `Softmax` node (`precise`: half types computed in f32) giving a float
+/// dtype; otherwise MLX's decomposition `exp(a - max) / sum(exp(a - max))`,
+/// in float32 when precise, cast back to the input's dtype (MLX's rule, odd
+/// as it is for integers).
 pub fn softmax(a: &Array, axes: &[i32], precise: bool) -> Result<Array> {
     if a.size() == 0 {
         return Ok(a.clone());
@@ -301,15 +303,12 @@ pub fn softmax(a: &Array, axes: &[i32], precise: bool) -> Result<Array> {
     } else {
         a.clone()
     };
-    let a_max = max(&x, &sorted, true)?;
+    let a_max = super::stop_gradient(&max(&x, &sorted, true)?)?;
     let ex = pending::exp(&super::subtract(&x, &a_max)?)?;
     let s = sum(&ex, &sorted, true)?;
-    let out_dtype = if complex {
-        a.dtype()
-    } else {
-        at_least_float(a.dtype())
-    };
-    cast_to(&super::divide(&ex, &s)?, out_dtype)
+    // As in MLX, this form gives back the input's dtype: a bool or integer
+    // input is shifted by its max in its own dtype and the result cast back.
+    cast_to(&super::divide(&ex, &s)?, a.dtype())
 }
 
 /// Ops whose primitives belong to other families (element-wise math,
