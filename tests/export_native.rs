@@ -336,3 +336,105 @@ fn dot_output_names_primitives() {
         "{s}"
     );
 }
+
+#[test]
+fn non_first_outputs_of_multi_output_primitives_are_returned() {
+    // split's last part, divmod's remainder, and split's first part after
+    // them: each names an output index other than 0 of a shared node.
+    let x: Vec<f32> = (0..12).map(|i| i as f32 - 3.5).collect();
+    let y: Vec<f32> = (0..12).map(|i| 1.0 + (i % 4) as f32).collect();
+    for format in [Format::Native, Format::Mlx] {
+        let path = tmp(&format!("siblings-{format:?}.mlxfn"));
+        mlx::export_function(
+            &path,
+            |a| {
+                let parts = ops::split(&a[0], 3, 0)?;
+                let (_, rem) = ops::divmod(&a[0], &a[1])?;
+                Ok(vec![parts[2].clone(), rem, parts[0].clone()])
+            },
+            &[f32s(&[0.0; 12], &[12]), f32s(&[1.0; 12], &[12])],
+            &ExportOptions {
+                format,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let out = mlx::import_function(&path)
+            .unwrap()
+            .call(&[f32s(&x, &[12]), f32s(&y, &[12])])
+            .unwrap();
+        assert_eq!(out.len(), 3);
+        assert_eq!(
+            out[0].to_vec::<f32>().unwrap(),
+            x[8..].to_vec(),
+            "{format:?}"
+        );
+        assert_eq!(
+            out[2].to_vec::<f32>().unwrap(),
+            x[..4].to_vec(),
+            "{format:?}"
+        );
+        // Python's remainder: the sign of the divisor, x - y * floor(x / y).
+        let rem: Vec<f32> = x
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| a - b * (a / b).floor())
+            .collect();
+        assert_eq!(out[1].to_vec::<f32>().unwrap(), rem, "{format:?}");
+    }
+}
+
+#[test]
+fn files_already_in_memory_import_in_both_formats() {
+    // Native: the bytes of a file written here.
+    let path = tmp("from-bytes.mlxfn");
+    let w = f32s(&[1.0, 2.0, 3.0], &[3]);
+    mlx::export_function(
+        &path,
+        move |a| Ok(vec![ops::multiply(&a[0], &w)?]),
+        &[f32s(&[0.0; 3], &[3])],
+        &opts(),
+    )
+    .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let f =
+        mlx::import_function_from_bytes(bytes.clone(), "mem", &ImportOptions::default()).unwrap();
+    assert_eq!(f.format(), Format::Native);
+    let out = f.call(&[f32s(&[2.0, 2.0, 2.0], &[3])]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
+    // Every constant is checked at import: damage is reported with the name given.
+    let mut bad = bytes;
+    let w_bytes: Vec<u8> = [1.0f32, 2.0, 3.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let at = bad
+        .windows(12)
+        .rposition(|b| b == w_bytes)
+        .expect("the constant's bytes");
+    bad[at + 5] ^= 0x10;
+    let e = mlx::import_function_from_bytes(bad, "in-memory model", &ImportOptions::default())
+        .err()
+        .expect("damaged constant")
+        .to_string();
+    assert!(
+        e.contains("in-memory model") && e.contains("constant 0"),
+        "{e}"
+    );
+    // MLX: a fixture written by Python MLX.
+    let mlx_file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mlx/scalar_add/fn.mlxfn"
+    );
+    let f = mlx::import_function_from_bytes(
+        std::fs::read(mlx_file).unwrap(),
+        "mlx",
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(f.format(), Format::Mlx);
+    let out = f
+        .call(&[Array::scalar(1.5f32), Array::scalar(2.25f32)])
+        .unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![3.75]);
+}

@@ -41,7 +41,8 @@ pub use element::{Complex64, Element};
 pub use error::{Error, Result};
 pub use export::{
     export_function, export_function_kwargs, export_to_dot, export_with_callback, exporter,
-    import_function, import_function_with, ExportOptions, Format, ImportOptions, ImportedFunction,
+    import_function, import_function_from_bytes, import_function_with, ExportOptions, Format,
+    ImportOptions, ImportedFunction,
 };
 pub use mlx_macros::Primitive;
 pub use primitive::{Primitive, PrimitiveState, Spec, StateValue};

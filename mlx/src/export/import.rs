@@ -62,12 +62,7 @@ pub fn import_function_with(
         let n = f.read(&mut magic).map_err(|e| Error::io(path, e))?;
         n == 8 && &magic == native::MAGIC
     };
-    if !is_native {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let table = super::mlx::decode(&bytes, &name, opts.strict)?;
-        return Ok(ImportedFunction::new(table, Format::Mlx, name, Vec::new()));
-    }
-    let src = if opts.mmap {
+    let src = if is_native && opts.mmap {
         // SAFETY: the mapping is read-only; see `ImportOptions::mmap` for the
         // caveat of a file modified while mapped.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
@@ -75,6 +70,26 @@ pub fn import_function_with(
     } else {
         Source::Bytes(std::fs::read(path).map_err(|e| Error::io(path, e))?)
     };
+    import_source(src, name, opts)
+}
+
+/// Imports a file already in memory (embedded with `include_bytes!`, received
+/// over a network). Constants are copied out and all checksums verified here.
+/// `name` stands for the file in error messages.
+pub fn import_function_from_bytes(
+    bytes: Vec<u8>,
+    name: &str,
+    opts: &ImportOptions,
+) -> Result<ImportedFunction> {
+    import_source(Source::Bytes(bytes), name.to_string(), opts)
+}
+
+fn import_source(src: Source, name: String, opts: &ImportOptions) -> Result<ImportedFunction> {
+    if !src.bytes().starts_with(native::MAGIC) {
+        let table = super::mlx::decode(src.bytes(), &name, opts.strict)?;
+        return Ok(ImportedFunction::new(table, Format::Mlx, name, Vec::new()));
+    }
+    let verify_now = matches!(src, Source::Bytes(_));
     let decoded = native::decode(&src, &name)?;
     let checks = decoded
         .records
@@ -82,7 +97,7 @@ pub fn import_function_with(
         .map(|r| (r, OnceLock::new()))
         .collect();
     let f = ImportedFunction::new(decoded.table, Format::Native, name, checks);
-    if !opts.mmap {
+    if verify_now {
         for i in 0..f.checks.len() {
             f.verify(i)?;
         }

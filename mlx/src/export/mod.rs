@@ -24,7 +24,10 @@ pub use exporter::{
     export_function, export_function_kwargs, export_with_callback, exporter, ExportEvent,
     FunctionExporter,
 };
-pub use import::{import_function, import_function_with, ImportOptions, ImportedFunction};
+pub use import::{
+    import_function, import_function_from_bytes, import_function_with, ImportOptions,
+    ImportedFunction,
+};
 pub use signature::Signature;
 pub use tape::{FunctionTable, Tape, TapeEntry, ValueRef};
 

@@ -213,7 +213,7 @@ pub enum Source {
 }
 
 impl Source {
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Source::Mapped(m) => m,
             Source::Bytes(b) => b,
