@@ -38,7 +38,10 @@ fn evaluates_in_a_graph_with_mlx_ops() {
     // Before evaluation, the graph node is the user's primitive, with its state.
     let (node, _) = s.node().expect("lazy until evaluated");
     assert_eq!(node.primitive().name(), "SoftShrink");
-    assert_eq!(node.primitive().state(), vec![StateValue::Float(0.75)]);
+    assert_eq!(
+        node.primitive().state(),
+        vec![StateValue::Float(0.75), StateValue::Optional(None)]
+    );
 
     let (xv, bv) = (grid(12), [0.5f32, -0.5, 1.0, 0.0]);
     let want: Vec<f32> = (0..12)
@@ -125,7 +128,10 @@ fn bad_arguments_are_errors() {
     assert!(err.contains("expected a floating-point array"), "{err}");
     assert!(err.contains("int32"), "{err}");
     // The shape rule checks too: a node built from a file goes through it.
-    let p = SoftShrink { lambda: 1.0 };
+    let p = SoftShrink {
+        lambda: 1.0,
+        lower: None,
+    };
     assert!(p.output_specs(&[]).is_err());
     assert!(p.output_specs(&[i.spec().clone()]).is_err());
 }
@@ -139,8 +145,11 @@ fn is_registered() {
 
 #[test]
 fn state_round_trips_through_both_codecs() {
-    let p = SoftShrink { lambda: 0.3 };
-    assert_eq!(p.state_names(), ["lambda"]);
+    let p = SoftShrink {
+        lambda: 0.3,
+        lower: Some(0.25),
+    };
+    assert_eq!(p.state_names(), ["lambda", "lower"]);
     let entry = lookup(p.name()).unwrap();
 
     let back = (entry.decode_cbor)(&p.encode_cbor()).unwrap();
@@ -148,21 +157,40 @@ fn state_round_trips_through_both_codecs() {
 
     let mut w = MlxWriter::new();
     p.write_mlx(&mut w);
-    assert_eq!(w.bytes, 0.3f32.to_le_bytes());
+    // MLX's layout: the f32, then an optional as a presence flag and its value.
+    let mut want = 0.3f32.to_le_bytes().to_vec();
+    want.push(1);
+    want.extend_from_slice(&0.25f32.to_le_bytes());
+    assert_eq!(w.bytes, want);
     let mut r = MlxReader::new(&w.bytes, "soft_shrink");
     let back = (entry.decode_mlx)(&mut r).unwrap();
     assert_eq!(r.remaining(), 0);
     assert!(back.is_equivalent(&p));
-    assert!(!back.is_equivalent(&SoftShrink { lambda: 0.4 }));
+    for other in [(0.4, Some(0.25)), (0.3, None), (0.3, Some(0.5))] {
+        let q = SoftShrink {
+            lambda: other.0,
+            lower: other.1,
+        };
+        assert!(!back.is_equivalent(&q), "{q:?}");
+    }
 
     // A node rebuilt from the decoded primitive computes the same values,
     // which is what import does.
     let x = Array::from_slice(&grid(8), &[8]).unwrap();
     let rebuilt = Array::from_primitive_multi(back, vec![x.clone()]).unwrap();
-    assert_eq!(
-        rebuilt[0].to_vec::<f32>().unwrap(),
-        soft_shrink(&x, 0.3).unwrap().to_vec::<f32>().unwrap()
-    );
+    let want: Vec<f32> = grid(8)
+        .iter()
+        .map(|&v| {
+            if v > 0.3 {
+                v - 0.3
+            } else if v < -0.25 {
+                v + 0.25
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_eq!(rebuilt[0].to_vec::<f32>().unwrap(), want);
 }
 
 #[test]
