@@ -81,3 +81,64 @@ fn evaluating_inside_a_compiled_function_is_an_error() {
         .to_string();
     assert!(e.contains("cannot evaluate"), "{e}");
 }
+
+#[test]
+fn an_elementwise_chain_becomes_one_fused_node_over_the_inputs() {
+    // exp(a * b + c) - a / 2, then tanh: six element-wise steps.
+    let f = compile(|x: &[Array]| {
+        let t = ops::add(&ops::multiply(&x[0], &x[1])?, &x[2])?;
+        let u = ops::subtract(&ops::exp(&t)?, &ops::divide(&x[0], &Array::scalar(2.0f32))?)?;
+        Ok(vec![ops::tanh(&u)?])
+    });
+    let n = 1000;
+    let (xa, xb, xc) = (ramp(n, 0.01), ramp(n, -0.02), ramp(n, 0.005));
+    let args = [&xa, &xb, &xc].map(|v| Array::from_slice(v, &[n as i32]).unwrap());
+    let out = &f(&args).unwrap()[0];
+    // Before evaluation the result is a single Compiled node over the three
+    // arguments and the scalar (broadcast to their shape, a zero-copy view):
+    // no element-wise node, so no intermediate array, is left in the graph.
+    let (node, _) = out.node().expect("lazy until evaluated");
+    assert_eq!(node.primitive().name(), "Compiled");
+    let mut names = Vec::new();
+    for a in node.inputs() {
+        match a.node() {
+            None => names.push("data".to_string()),
+            Some((n, _)) => {
+                names.push(n.primitive().name().to_string());
+                assert!(n.inputs().iter().all(|i| i.node().is_none()));
+            }
+        }
+    }
+    names.sort();
+    assert_eq!(names, ["Broadcast", "data", "data", "data"]);
+    let got = out.to_vec::<f32>().unwrap();
+    for i in 0..n {
+        let want = ((f64::from(xa[i]) * f64::from(xb[i]) + f64::from(xc[i])).exp()
+            - f64::from(xa[i]) / 2.0)
+            .tanh();
+        assert!(
+            (f64::from(got[i]) - want).abs() <= 1e-6 * (1.0 + want.abs()),
+            "element {i}: {} vs {want}",
+            got[i]
+        );
+    }
+}
+
+#[test]
+fn a_shared_intermediate_is_kept_and_the_rest_still_fuses() {
+    // `t` is an output and also feeds the rest: it must be materialised.
+    let f = compile(|x: &[Array]| {
+        let t = ops::multiply(&x[0], &x[0])?;
+        Ok(vec![t.clone(), ops::add(&ops::sqrt(&t)?, &x[0])?])
+    });
+    let v: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    let outs = f(&[Array::from_slice(&v, &[64]).unwrap()]).unwrap();
+    assert_eq!(
+        outs[0].to_vec::<f32>().unwrap(),
+        v.iter().map(|x| x * x).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        outs[1].to_vec::<f32>().unwrap(),
+        v.iter().map(|x| (x * x).sqrt() + x).collect::<Vec<_>>()
+    );
+}

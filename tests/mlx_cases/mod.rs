@@ -139,7 +139,16 @@ fn check_output(got: &Array, want: &Array, desc: &Value, what: &str) {
     }
 }
 
-fn run_calls(dir: &Path, case: &Value, file: &str, f: &mlx::ImportedFunction, label: &str) {
+/// Runs each call of `file` in the case on `f` and checks MLX's outputs;
+/// with `compiled`, also through `mlx::transforms::compile`.
+fn run_calls(
+    dir: &Path,
+    case: &Value,
+    file: &str,
+    f: &mlx::ImportedFunction,
+    label: &str,
+    compiled: bool,
+) {
     for (ci, call) in case["calls"].as_array().unwrap().iter().enumerate() {
         if call["file"].as_str().unwrap() != file {
             continue;
@@ -162,6 +171,9 @@ fn run_calls(dir: &Path, case: &Value, file: &str, f: &mlx::ImportedFunction, la
         let want = call["outputs"].as_array().unwrap();
         assert_eq!(outs.len(), want.len(), "{label} call {ci}: output count");
         mlx::eval(&outs).unwrap_or_else(|e| panic!("{label} call {ci}: {e}"));
+        if compiled {
+            check_compiled(f, &args, &kwargs, &outs, &format!("{label} call {ci}"));
+        }
         for (oi, (g, d)) in outs.iter().zip(want).enumerate() {
             check_output(
                 g,
@@ -169,6 +181,33 @@ fn run_calls(dir: &Path, case: &Value, file: &str, f: &mlx::ImportedFunction, la
                 d,
                 &format!("{label} call {ci} output {oi}"),
             );
+        }
+    }
+}
+
+/// `compile` of the imported function gives the eager outputs bit for bit,
+/// on the call that traces it and on the one that replays the cached trace.
+fn check_compiled(
+    f: &mlx::ImportedFunction,
+    args: &[Array],
+    kwargs: &Kwargs,
+    eager: &[Array],
+    label: &str,
+) {
+    let (n, names): (usize, Vec<String>) = (args.len(), kwargs.keys().cloned().collect());
+    let g = mlx::transforms::compile(|a: &[Array]| {
+        let kw: Kwargs = names.iter().cloned().zip(a[n..].iter().cloned()).collect();
+        f.call_kwargs(&a[..n], &kw)
+    });
+    let all: Vec<Array> = args.iter().chain(kwargs.values()).cloned().collect();
+    for pass in ["traced", "cached"] {
+        let outs = g(&all).unwrap_or_else(|e| panic!("{label} compiled ({pass}): {e}"));
+        mlx::eval(&outs).unwrap_or_else(|e| panic!("{label} compiled ({pass}): {e}"));
+        assert_eq!(outs.len(), eager.len(), "{label} compiled ({pass})");
+        for (oi, (c, e)) in outs.iter().zip(eager).enumerate() {
+            if let Err(m) = compare(c, e, true, 0.0, 0.0) {
+                panic!("{label} output {oi} compiled ({pass}) vs eager: {m}");
+            }
         }
     }
 }
@@ -220,7 +259,8 @@ fn check_signatures(f: &mlx::ImportedFunction, meta: &Value, file: &str) {
 }
 
 /// Runs every call of case `name` under tests/fixtures/`root` on the MLX
-/// file, the converted native file and our MLX rewrite of it.
+/// file (eager and compiled), the converted native file and our MLX
+/// rewrite of it.
 pub fn run_case(root: &str, name: &str) {
     let dir = case_dir(root, name);
     let case = read_case(&dir);
@@ -230,13 +270,20 @@ pub fn run_case(root: &str, name: &str) {
         let f =
             mlx::import_function(dir.join(file)).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
         check_signatures(&f, meta, file);
-        run_calls(&dir, &case, file, &f, &format!("{name}/{file} (MLX)"));
+        run_calls(&dir, &case, file, &f, &format!("{name}/{file} (MLX)"), true);
 
         let native = tmp.join("native.mlxfn");
         write_table(&native, f.table(), Format::Native).unwrap();
         let g = mlx::import_function(&native).unwrap();
         assert_eq!(g.format(), Format::Native);
-        run_calls(&dir, &case, file, &g, &format!("{name}/{file} (native)"));
+        run_calls(
+            &dir,
+            &case,
+            file,
+            &g,
+            &format!("{name}/{file} (native)"),
+            false,
+        );
 
         let again = tmp.join("again.mlxfn");
         write_table(&again, g.table(), Format::Mlx).unwrap();
@@ -247,6 +294,7 @@ pub fn run_case(root: &str, name: &str) {
             file,
             &h,
             &format!("{name}/{file} (MLX rewritten)"),
+            false,
         );
     }
     let _ = std::fs::remove_dir_all(&tmp);
