@@ -5,27 +5,12 @@
 //! Run with `cargo bench --bench core`. Prints one table; a case whose
 //! reference is missing (no numpy, primitive not built) says so.
 
+mod common;
+
+use common::{best, ms};
 use mlx::primitive::{lookup, MlxReader};
 use mlx::{ops, Array};
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Best wall time of `reps` runs of `f` (after one warm-up run).
-fn best(reps: usize, mut f: impl FnMut()) -> Duration {
-    f();
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
 
 /// Deterministic pseudo-random f32 values in [-4, 4).
 fn data(n: usize, seed: u64) -> Vec<f32> {
@@ -72,39 +57,6 @@ print("sum", best(lambda: x.sum(axis=-1), 5))
 print("softmax", best(softmax, 3))
 "#;
 
-/// numpy timings in ms by case name, if a Python with numpy runs.
-fn numpy_times() -> std::collections::HashMap<String, f64> {
-    let venv = "/work/main/.venv/bin/python";
-    let py = if std::path::Path::new(venv).exists() {
-        venv
-    } else {
-        "python3"
-    };
-    let out = Command::new(py).arg("-c").arg(NUMPY_SCRIPT).output();
-    let mut times = std::collections::HashMap::new();
-    match out {
-        Ok(o) if o.status.success() => {
-            for line in String::from_utf8_lossy(&o.stdout).lines() {
-                let mut it = line.split_whitespace();
-                if let (Some(k), Some(v)) = (it.next(), it.next()) {
-                    if let Ok(v) = v.parse::<f64>() {
-                        times.insert(k.to_string(), v);
-                    }
-                }
-            }
-        }
-        Ok(o) => eprintln!(
-            "numpy reference skipped: {}",
-            String::from_utf8_lossy(&o.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ),
-        Err(e) => eprintln!("numpy reference skipped: cannot run {py}: {e}"),
-    }
-    times
-}
-
 struct Row {
     case: &'static str,
     ours_ms: Option<f64>,
@@ -117,7 +69,7 @@ struct Row {
 fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("mlx core benchmarks ({threads} cores)\n");
-    let np = numpy_times();
+    let np = common::python_figures("numpy", NUMPY_SCRIPT, &[]);
     let mut rows = Vec::new();
 
     // a*b + c over 2^24 f32, against memcpy bandwidth (same useful bytes:

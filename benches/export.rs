@@ -12,6 +12,8 @@
 //!
 //! `cargo bench --bench export`. Files go to the system temp directory.
 
+mod common;
+
 use mlx::{ops, Array, ExportOptions, Format};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -105,39 +107,8 @@ os.remove(path)
 
 /// MLX's figures by key, when python with mlx runs.
 fn mlx_reference(prefix: &Path) -> std::collections::HashMap<String, f64> {
-    let venv = "/work/main/.venv/bin/python";
-    let py = if Path::new(venv).exists() {
-        venv
-    } else {
-        "python3"
-    };
     let script = format!("SCRIPT = {PY_SCRIPT:?}\n{PY_SCRIPT}");
-    let out = Command::new(py)
-        .arg("-c")
-        .arg(&script)
-        .arg("main")
-        .arg(prefix)
-        .output();
-    let mut m = std::collections::HashMap::new();
-    match out {
-        Ok(o) if o.status.success() => {
-            for line in String::from_utf8_lossy(&o.stdout).lines() {
-                let mut it = line.split_whitespace();
-                if let (Some(k), Some(v)) = (it.next(), it.next().and_then(|v| v.parse().ok())) {
-                    m.insert(k.to_string(), v);
-                }
-            }
-        }
-        Ok(o) => eprintln!(
-            "MLX reference skipped: {}",
-            String::from_utf8_lossy(&o.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ),
-        Err(e) => eprintln!("MLX reference skipped: cannot run {py}: {e}"),
-    }
-    m
+    common::python_figures("MLX", &script, &["main", &prefix.display().to_string()])
 }
 
 fn main() {
