@@ -21,7 +21,10 @@ fn main() -> mlx::Result<()> {
         &path,
         |a| {
             let s = user_primitive::soft_shrink(&a[0], 0.5)?;
-            let y = ops::add(&ops::multiply(&s, &Array::scalar(2.0f32))?, &Array::scalar(1.0f32))?;
+            let y = ops::add(
+                &ops::multiply(&s, &Array::scalar(2.0f32))?,
+                &Array::scalar(1.0f32),
+            )?;
             Ok(vec![y])
         },
         &[example],
@@ -32,6 +35,10 @@ fn main() -> mlx::Result<()> {
     )?;
     let f = mlx::import_function(&path)?;
     let x = Array::from_slice(&[-2.0f32, -0.5, 0.0, 0.25, 0.75, 3.0], &[6])?;
-    println!("wrote {path}; f({:?}) = {:?}", x.to_vec::<f32>()?, f.call(&[x])?[0].to_vec::<f32>()?);
+    println!(
+        "wrote {path}; f({:?}) = {:?}",
+        x.to_vec::<f32>()?,
+        f.call(&[x])?[0].to_vec::<f32>()?
+    );
     Ok(())
 }
