@@ -23,13 +23,17 @@ pub fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
         std::process::id()
     ));
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
+        let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)?;
+        // Small parts (headers, padding, tiny constants) are gathered; large
+        // ones go straight from the arrays' buffers to the file.
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         for p in parts {
-            f.write_all(p)?;
+            w.write_all(p)?;
         }
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, path)?;

@@ -2,8 +2,9 @@
 
 use super::native::{self, ConstantRecord, Source};
 use super::signature::{list, Signature};
-use super::tape::{FunctionTable, ValueRef};
+use super::tape::{FunctionTable, Tape, ValueRef};
 use super::Format;
+use crate::transforms::fuse::fuse;
 use crate::transforms::tracing::replay;
 use crate::{Array, Error, Kwargs, Result};
 use std::path::Path;
@@ -40,6 +41,10 @@ pub struct ImportedFunction {
     /// Native files: each constant's record and whether it has been checked.
     checks: Vec<(ConstantRecord, OnceLock<std::result::Result<(), String>>)>,
     version: String,
+    /// What calls replay: each trace with its element-wise chains fused, as
+    /// `compile` does (fixed-shape files only: a shapeless call may
+    /// broadcast where the trace did not). The table keeps the file's graph.
+    runnable: Vec<Tape>,
 }
 
 /// Imports the function(s) in `path`, detecting the format from the first bytes.
@@ -118,6 +123,19 @@ impl ImportedFunction {
             .map(|t| Signature::of_tape(t, table.shapeless))
             .collect();
         let version = table.writer_version.clone();
+        let runnable = if table.shapeless {
+            Vec::new()
+        } else {
+            table
+                .functions
+                .iter()
+                .map(|t| {
+                    let mut t = t.clone();
+                    fuse(&mut t, &table.constants);
+                    t
+                })
+                .collect()
+        };
         ImportedFunction {
             table,
             signatures,
@@ -125,6 +143,7 @@ impl ImportedFunction {
             path,
             checks,
             version,
+            runnable,
         }
     }
 
@@ -143,7 +162,7 @@ impl ImportedFunction {
                 signatures: list(&self.signatures),
             });
         };
-        let tape = &self.table.functions[i];
+        let tape = self.runnable.get(i).unwrap_or(&self.table.functions[i]);
         for r in tape
             .entries
             .iter()

@@ -65,8 +65,8 @@ pub enum Format {
 pub fn write_table(path: &Path, table: &FunctionTable, format: Format) -> Result<()> {
     match format {
         Format::Native => {
-            let parts = native::encode(table)?;
-            atomic::write_atomic(path, &parts.iter().map(Vec::as_slice).collect::<Vec<_>>())
+            let encoded = native::encode(table)?;
+            atomic::write_atomic(path, &encoded.parts())
         }
         Format::Mlx => {
             let bytes = mlx::encode(table)?;

@@ -101,23 +101,66 @@ fn align(n: usize) -> usize {
     n.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN
 }
 
+/// An array's row-major bytes: its own buffer when it is already in that
+/// order (no copy of a large constant), else a gathered copy.
+pub enum RowMajor {
+    Shared(Data, std::ops::Range<usize>),
+    Owned(Vec<u8>),
+}
+
+impl RowMajor {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            RowMajor::Shared(d, r) => &d.buffer.bytes()[r.clone()],
+            RowMajor::Owned(v) => v,
+        }
+    }
+}
+
 /// The row-major bytes of an evaluated array (views are written as their values).
-pub fn array_bytes(a: &Array) -> Result<Vec<u8>> {
+pub fn row_major(a: &Array) -> Result<RowMajor> {
     a.eval()?;
     let d = a.data()?;
     if d.is_row_contiguous(a.shape()) {
-        // Already in logical order: one copy straight out of the buffer.
         let start = d.offset * a.dtype().size();
-        return Ok(d.buffer.bytes()[start..start + a.nbytes()].to_vec());
+        return Ok(RowMajor::Shared(d, start..start + a.nbytes()));
     }
-    Ok(crate::dispatch_dtype!(a.dtype(), T => {
+    Ok(RowMajor::Owned(crate::dispatch_dtype!(a.dtype(), T => {
         let v = crate::backend::cpu::copy::to_contiguous_vec::<T>(&d, a.shape());
         Buffer::from_slice(&v).bytes().to_vec()
-    }))
+    })))
 }
 
-/// Encodes a table as the parts of a native file (preamble+header, data).
-pub fn encode(table: &FunctionTable) -> Result<Vec<Vec<u8>>> {
+/// [`row_major`] as an owned vector.
+pub fn array_bytes(a: &Array) -> Result<Vec<u8>> {
+    Ok(match row_major(a)? {
+        RowMajor::Owned(v) => v,
+        shared => shared.bytes().to_vec(),
+    })
+}
+
+/// A native file ready to write: the preamble and header, then each
+/// constant after the zero padding that aligns it.
+pub struct Encoded {
+    pub head: Vec<u8>,
+    constants: Vec<(usize, RowMajor)>,
+}
+
+impl Encoded {
+    /// The file's bytes in order, borrowing the constants' buffers.
+    pub fn parts(&self) -> Vec<&[u8]> {
+        static ZEROS: [u8; BUFFER_ALIGN] = [0; BUFFER_ALIGN];
+        let mut parts = vec![self.head.as_slice()];
+        for (pad, c) in &self.constants {
+            parts.push(&ZEROS[..*pad]);
+            parts.push(c.bytes());
+        }
+        parts
+    }
+}
+
+/// Encodes a table as a native file.
+pub fn encode(table: &FunctionTable) -> Result<Encoded> {
     // Only constants some function uses are written, renumbered densely.
     let mut const_map = vec![usize::MAX; table.constants.len()];
     let mut order = Vec::new();
@@ -136,20 +179,24 @@ pub fn encode(table: &FunctionTable) -> Result<Vec<Vec<u8>>> {
             }
         }
     }
-    let mut data = Vec::new();
+    let mut end = 0usize;
+    let mut constants = Vec::new();
     let mut records = Vec::new();
     for &i in &order {
         let a = &table.constants[i];
-        let bytes = array_bytes(a)?;
-        data.resize(align(data.len()), 0);
+        let bytes = row_major(a)?;
+        let offset = align(end);
+        let b = bytes.bytes();
         records.push(ConstantRecord {
             dtype: a.dtype().name().to_string(),
             shape: a.shape().to_vec(),
-            offset: data.len() as u64,
-            length: bytes.len() as u64,
-            checksum: xxhash_rust::xxh3::xxh3_64(&bytes),
+            offset: offset as u64,
+            length: b.len() as u64,
+            checksum: xxhash_rust::xxh3::xxh3_64(b),
         });
-        data.extend_from_slice(&bytes);
+        let pad = offset - end;
+        end = offset + b.len();
+        constants.push((pad, bytes));
     }
     let functions = table
         .functions
@@ -194,7 +241,7 @@ pub fn encode(table: &FunctionTable) -> Result<Vec<Vec<u8>>> {
     head.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&hbytes).to_le_bytes());
     head.extend_from_slice(&hbytes);
     head.resize(align(head.len()), 0);
-    Ok(vec![head, data])
+    Ok(Encoded { head, constants })
 }
 
 /// A decoded native file: the table plus what is needed to check constants.

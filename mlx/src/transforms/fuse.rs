@@ -10,6 +10,7 @@ use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::{Array, Error, Result};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Primitives that compute each output element from the same element of
 /// each input (all inputs already have the output's shape).
@@ -85,6 +86,9 @@ pub enum Operand {
 #[derive(Clone, Debug)]
 pub struct Fused {
     pub steps: Vec<(Box<dyn Primitive>, Vec<Operand>)>,
+    /// Step specs already inferred, keyed by the chunk's input specs: a
+    /// replay sees the same few chunk shapes on every call.
+    spec_cache: Arc<Mutex<Vec<(Vec<Spec>, Arc<Vec<Spec>>)>>>,
 }
 
 impl PrimitiveState for Fused {
@@ -115,6 +119,20 @@ impl PrimitiveState for Fused {
 }
 
 impl Fused {
+    /// [`Self::step_specs`] through the cache: replays see the same few
+    /// input shapes (the whole arrays, a full chunk, the tail) every call.
+    fn cached_specs(&self, ins: Vec<Spec>) -> Result<Arc<Vec<Spec>>> {
+        let mut cache = self.spec_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, s)) = cache.iter().find(|(k, _)| *k == ins) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(self.step_specs(&ins)?);
+        if cache.len() < 8 {
+            cache.push((ins, s.clone()));
+        }
+        Ok(s)
+    }
+
     fn step_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let mut specs: Vec<Spec> = Vec::with_capacity(self.steps.len());
         for (p, ops) in &self.steps {
@@ -191,9 +209,10 @@ fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
 
 impl Primitive for Fused {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
-        let mut specs = self.step_specs(inputs)?;
+        let specs = self.cached_specs(inputs.to_vec())?;
         Ok(vec![specs
-            .pop()
+            .last()
+            .cloned()
             .ok_or_else(|| Error::invalid("Compiled", "no steps"))?])
     }
 
@@ -203,26 +222,66 @@ impl Primitive for Fused {
         let esize = out.dtype.size();
         let mut buf = crate::backend::cpu::elementwise::fresh_output(out);
         let bytes = buf.bytes_mut().expect("heap buffer");
+        // Each step's result is dropped after its last reader, which then
+        // holds it alone and may write its output into that buffer.
+        let mut last_use = vec![usize::MAX; self.steps.len()];
+        for (k, (_, ops)) in self.steps.iter().enumerate() {
+            for o in ops {
+                if let Operand::Step(j) = *o {
+                    last_use[j] = k;
+                }
+            }
+        }
+        // Step specs depend only on the chunk length: a full chunk or the tail.
+        let specs_for = |len: usize| {
+            let ins: Vec<Spec> = inputs
+                .iter()
+                .map(|a| Spec::new([len as i32], a.dtype()))
+                .collect();
+            self.cached_specs(ins)
+        };
+        let total = out.size();
+        let full_specs = if total >= CHUNK {
+            Some(specs_for(CHUNK)?)
+        } else {
+            None
+        };
         let run_chunk = |c: usize, dst: &mut [u8]| -> Result<()> {
             let start = c * CHUNK;
             let len = dst.len() / esize;
+            let tail_specs;
+            let specs = match &full_specs {
+                Some(s) if len == CHUNK => s,
+                _ => {
+                    tail_specs = specs_for(len)?;
+                    &tail_specs
+                }
+            };
+            let mut views: Vec<Option<Array>> = vec![None; inputs.len()];
             let mut results: Vec<Option<Array>> = vec![None; self.steps.len()];
-            // How many later steps read each step, to drop chunks early.
+            let mut args: Vec<Array> = Vec::with_capacity(3);
             for (k, (p, ops)) in self.steps.iter().enumerate() {
-                let args: Vec<Array> = ops
-                    .iter()
-                    .map(|o| match *o {
-                        Operand::Input(i) => chunk_view(&inputs[i], &datas[i], start, len),
+                args.extend(ops.iter().map(|o| {
+                    match *o {
+                        Operand::Input(i) => views[i]
+                            .get_or_insert_with(|| chunk_view(&inputs[i], &datas[i], start, len))
+                            .clone(),
                         Operand::Step(j) => results[j].clone().expect("steps are in order"),
-                    })
-                    .collect();
-                let ins: Vec<Spec> = args.iter().map(|a| a.spec().clone()).collect();
-                let spec = p.output_specs(&ins)?.remove(0);
-                let d = p.eval(&args, std::slice::from_ref(&spec))?;
-                drop(args);
+                    }
+                }));
+                for o in ops {
+                    if let Operand::Step(j) = *o {
+                        if last_use[j] == k {
+                            results[j] = None;
+                        }
+                    }
+                }
+                let spec = &specs[k];
+                let d = p.eval(&args, std::slice::from_ref(spec))?;
+                args.clear();
                 results[k] = Some(Array::from_data(
                     d.into_iter().next().expect("one output"),
-                    spec,
+                    spec.clone(),
                 ));
             }
             let last = results.pop().flatten().expect("at least one step");
@@ -341,7 +400,10 @@ pub fn fuse(tape: &mut Tape, constants: &[Array]) {
             continue;
         }
         new_entries[k] = Some(TapeEntry {
-            primitive: Box::new(Fused { steps }),
+            primitive: Box::new(Fused {
+                steps,
+                spec_cache: Default::default(),
+            }),
             inputs: ext,
             outputs: tape.entries[k].outputs.clone(),
         });
