@@ -78,7 +78,7 @@ impl Element for Complex64 {
 
 /// Calls `$body` with `$T` bound to the Rust element type of `$dtype`.
 ///
-/// ```ignore
+/// ```text
 /// dispatch_dtype!(a.dtype(), T => kernel::<T>(..))
 /// ```
 #[macro_export]

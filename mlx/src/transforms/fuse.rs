@@ -88,8 +88,11 @@ pub struct Fused {
     pub steps: Vec<(Box<dyn Primitive>, Vec<Operand>)>,
     /// Step specs already inferred, keyed by the chunk's input specs: a
     /// replay sees the same few chunk shapes on every call.
-    spec_cache: Arc<Mutex<Vec<(Vec<Spec>, Arc<Vec<Spec>>)>>>,
+    spec_cache: Arc<Mutex<Vec<SpecsFor>>>,
 }
+
+/// Input specs and the step specs inferred from them.
+type SpecsFor = (Vec<Spec>, Arc<Vec<Spec>>);
 
 impl PrimitiveState for Fused {
     fn name(&self) -> &'static str {
