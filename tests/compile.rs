@@ -142,3 +142,27 @@ fn a_shared_intermediate_is_kept_and_the_rest_still_fuses() {
         v.iter().map(|x| (x * x).sqrt() + x).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn chains_whose_steps_lack_chunk_kernels_take_the_array_path_and_agree_with_eager() {
+    // Add/Multiply run on raw chunks; Exp and Less do not, so these chains
+    // use the general path for every chunk (20,003 elements: 3 chunks).
+    let n = 20_003;
+    let a = Array::from_slice(&ramp(n, 0.01), &[n as i32]).unwrap();
+    let b = Array::from_slice(&ramp(n, -0.02), &[n as i32]).unwrap();
+    let f = |x: &[Array]| -> mlx::Result<Vec<Array>> {
+        let e = ops::exp(&ops::multiply(&x[0], &x[1])?)?;
+        let s = ops::add(&e, &x[0])?;
+        Ok(vec![s.clone(), ops::less(&s, &x[1])?])
+    };
+    let want = f(&[a.clone(), b.clone()]).unwrap();
+    let got = compile(f)(&[a, b]).unwrap();
+    assert_eq!(
+        got[0].to_vec::<f32>().unwrap(),
+        want[0].to_vec::<f32>().unwrap()
+    );
+    assert_eq!(
+        got[1].to_vec::<bool>().unwrap(),
+        want[1].to_vec::<bool>().unwrap()
+    );
+}

@@ -45,7 +45,7 @@ pub use export::{
     ImportOptions, ImportedFunction,
 };
 pub use mlx_macros::Primitive;
-pub use primitive::{Primitive, PrimitiveState, Spec, StateValue};
+pub use primitive::{ChunkRef, Primitive, PrimitiveState, Spec, StateValue};
 
 /// Re-exported so `dispatch_dtype!` works in user crates.
 #[doc(hidden)]

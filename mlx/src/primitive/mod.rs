@@ -102,6 +102,15 @@ pub trait PrimitiveState: Send + Sync + Debug + 'static {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// One operand of a fused chunk: the chunk's elements of `dtype` in order,
+/// or (`scalar`) one element standing for all of them.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkRef<'a> {
+    pub bytes: &'a [u8],
+    pub dtype: Dtype,
+    pub scalar: bool,
+}
+
 /// An operation of the graph: shape rule, CPU kernel and derivatives.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` derives Primitive but does not implement the `Primitive` trait",
@@ -117,6 +126,21 @@ pub trait Primitive: PrimitiveState {
     /// the node was created with. Returning a view of an input (same buffer,
     /// other strides) is allowed.
     fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>>;
+
+    /// Element-wise primitives may also compute one chunk of a fused chain
+    /// (see `transforms::compile`) straight from byte slices, writing
+    /// `out` (elements of `out_dtype`); this spares wrapping every step's
+    /// chunk in an array. `None`: no such kernel, the chain uses [`eval`].
+    ///
+    /// [`eval`]: Primitive::eval
+    fn eval_chunk(
+        &self,
+        _inputs: &[ChunkRef],
+        _out: &mut [u8],
+        _out_dtype: Dtype,
+    ) -> Option<Result<()>> {
+        None
+    }
 
     /// Vector-Jacobian product: cotangents of the inputs listed in `argnums`,
     /// given the cotangents of every output.

@@ -7,11 +7,11 @@
 use super::expect_inputs;
 use super::grad::{constant, elementwise_rules, Partial};
 use crate::backend::cpu::copy::to_contiguous_vec;
-use crate::backend::cpu::elementwise::{binary, ternary};
+use crate::backend::cpu::elementwise::{binary, binary_chunk, ternary};
 use crate::backend::cpu::math::complex;
 use crate::backend::cpu::num::{Float, Int, Num};
 use crate::buffer::Buffer;
-use crate::primitive::Spec;
+use crate::primitive::{ChunkRef, Spec};
 use crate::primitives::shape::broadcast_view;
 use crate::{dispatch_dtype, ops, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
@@ -85,6 +85,14 @@ macro_rules! num_binary {
             fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
                 let (a, b) = broadcast_inputs(inputs, &out[0])?;
                 Ok(vec![dispatch_dtype!(out[0].dtype, T => binary::<T, T>(&a, &b, &out[0], <T as Num>::$f)?)])
+            }
+            fn eval_chunk(&self, ins: &[ChunkRef], out: &mut [u8], dtype: Dtype) -> Option<Result<()>> {
+                let [a, b] = ins else { return None };
+                if a.dtype != dtype || b.dtype != dtype {
+                    return None;
+                }
+                dispatch_dtype!(dtype, T => binary_chunk::<T, T>(*a, *b, out, <T as Num>::$f));
+                Some(Ok(()))
             }
             elementwise_rules!($partial);
         }

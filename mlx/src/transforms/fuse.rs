@@ -6,10 +6,11 @@
 use crate::array::Data;
 use crate::buffer::Buffer;
 use crate::export::{Tape, TapeEntry, ValueRef};
-use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
+use crate::primitive::{ChunkRef, MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::{Array, Error, Result};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Primitives that compute each output element from the same element of
@@ -89,6 +90,8 @@ pub struct Fused {
     /// Step specs already inferred, keyed by the chunk's input specs: a
     /// replay sees the same few chunk shapes on every call.
     spec_cache: Arc<Mutex<Vec<SpecsFor>>>,
+    /// Set once a step turned out to have no chunk kernel.
+    no_chunk_kernel: Arc<AtomicBool>,
 }
 
 /// Input specs and the step specs inferred from them.
@@ -134,6 +137,94 @@ impl Fused {
             cache.push((ins, s.clone()));
         }
         Ok(s)
+    }
+
+    /// One chunk through the steps' [`Primitive::eval_chunk`] kernels, on
+    /// scratch buffers recycled once their last reader has run, the last
+    /// step writing straight into `dst`. `None` when a step has no such
+    /// kernel (the caller then takes the array path).
+    fn run_chunk_direct(
+        &self,
+        inputs: &[Array],
+        datas: &[Data],
+        specs: &[Spec],
+        last_use: &[usize],
+        start: usize,
+        dst: &mut [u8],
+    ) -> Option<Result<()>> {
+        let len = specs.last()?.size();
+        let is_scalar = |d: &Data| d.strides.iter().all(|&s| s == 0);
+        // Strided inputs are gathered first; the others are read in place.
+        let mut gathered: Vec<Option<Data>> = Vec::with_capacity(inputs.len());
+        for (a, d) in inputs.iter().zip(datas) {
+            gathered.push(if is_scalar(d) || d.is_row_contiguous(a.shape()) {
+                None
+            } else {
+                match chunk_view(a, d, start, len).data() {
+                    Ok(g) => Some(g),
+                    Err(e) => return Some(Err(e)),
+                }
+            });
+        }
+        let input_ref = |i: usize| -> ChunkRef {
+            let es = inputs[i].dtype().size();
+            let (d, off, scalar) = match &gathered[i] {
+                Some(g) => (g, 0, false),
+                None if is_scalar(&datas[i]) => (&datas[i], datas[i].offset, true),
+                None => (&datas[i], datas[i].offset + start, false),
+            };
+            let n = if scalar { 1 } else { len };
+            ChunkRef {
+                bytes: &d.buffer.bytes()[off * es..(off + n) * es],
+                dtype: inputs[i].dtype(),
+                scalar,
+            }
+        };
+        let n = self.steps.len();
+        let mut outs: Vec<Option<Buffer>> = (0..n).map(|_| None).collect();
+        let mut free: Vec<Buffer> = Vec::new();
+        for (k, (p, ops)) in self.steps.iter().enumerate() {
+            let dtype = specs[k].dtype;
+            if ops.len() > 3 {
+                return None;
+            }
+            let mut scratch =
+                (k + 1 < n).then(|| free.pop().unwrap_or_else(|| Buffer::for_overwrite(len * 8)));
+            {
+                let mut refs = [ChunkRef {
+                    bytes: &[],
+                    dtype,
+                    scalar: true,
+                }; 3];
+                for (r, o) in refs.iter_mut().zip(ops) {
+                    *r = match *o {
+                        Operand::Input(i) => input_ref(i),
+                        Operand::Step(j) => ChunkRef {
+                            bytes: &outs[j].as_ref().expect("steps are in order").bytes()
+                                [..len * specs[j].dtype.size()],
+                            dtype: specs[j].dtype,
+                            scalar: false,
+                        },
+                    };
+                }
+                let out: &mut [u8] = match &mut scratch {
+                    Some(b) => &mut b.bytes_mut().expect("heap buffer")[..len * dtype.size()],
+                    None => &mut *dst,
+                };
+                if let Err(e) = p.eval_chunk(&refs[..ops.len()], out, dtype)? {
+                    return Some(Err(e));
+                }
+            }
+            for o in ops {
+                if let Operand::Step(j) = *o {
+                    if last_use[j] == k {
+                        free.extend(outs[j].take());
+                    }
+                }
+            }
+            outs[k] = scratch;
+        }
+        Some(Ok(()))
     }
 
     fn step_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
@@ -260,6 +351,12 @@ impl Primitive for Fused {
                     &tail_specs
                 }
             };
+            if !self.no_chunk_kernel.load(Ordering::Relaxed) {
+                match self.run_chunk_direct(inputs, &datas, specs, &last_use, start, dst) {
+                    Some(r) => return r,
+                    None => self.no_chunk_kernel.store(true, Ordering::Relaxed),
+                }
+            }
             let mut views: Vec<Option<Array>> = vec![None; inputs.len()];
             let mut results: Vec<Option<Array>> = vec![None; self.steps.len()];
             let mut args: Vec<Array> = Vec::with_capacity(3);
@@ -406,6 +503,7 @@ pub fn fuse(tape: &mut Tape, constants: &[Array]) {
             primitive: Box::new(Fused {
                 steps,
                 spec_cache: Default::default(),
+                no_chunk_kernel: Default::default(),
             }),
             inputs: ext,
             outputs: tape.entries[k].outputs.clone(),
