@@ -76,6 +76,72 @@ fn constant_damage_is_an_error_naming_the_constant_on_first_use() {
     .unwrap()
     .to_string();
     assert!(e.contains("constant 0"), "{e}");
+    // Trusting the file skips the check: the damaged value comes through.
+    for mmap in [true, false] {
+        let f = mlx::import_function_with(
+            &p,
+            &ImportOptions {
+                mmap,
+                verify_checksums: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let out = call(&f).unwrap();
+        // Byte n - 10 is byte 2 of element 253 (elements are 4 bytes, 256 of them last).
+        let want = f32::from_bits(253f32.to_bits() ^ (1 << 16)) + 1.0;
+        assert_eq!((out[253], out[255]), (want, 256.0), "mmap {mmap}");
+    }
+}
+
+/// A constant longer than the 4 MiB checksum block is hashed block by
+/// block: the file's checksum is xxh3 of the blocks' xxh3 digests, and
+/// damage in any block (first, middle, the short last one) is found.
+#[test]
+fn large_constants_are_checked_block_by_block() {
+    const BLOCK: usize = 4 << 20;
+    let n = (2 * BLOCK + 4096) / 4; // two full blocks and a short third
+    let v: Vec<f32> = (0..n).map(|i| (i % 1013) as f32).collect();
+    let w = Array::from_slice(&v, &[n as i32]).unwrap();
+    let path = tmp("big.mlxfn");
+    mlx::export_function(
+        &path,
+        move |a| Ok(vec![ops::add(&a[0], &w)?]),
+        &[Array::from_slice(&[0.0f32], &[1]).unwrap()],
+        &ExportOptions::default(),
+    )
+    .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let data: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let start = bytes.len() - data.len();
+    assert_eq!(&bytes[start..], &data[..], "the constant ends the file");
+    let digests: Vec<u8> = data
+        .chunks(BLOCK)
+        .flat_map(|b| xxhash_rust::xxh3::xxh3_64(b).to_le_bytes())
+        .collect();
+    let want = xxhash_rust::xxh3::xxh3_64(&digests);
+    let f = mlx::import_function(&path).unwrap();
+    let record = f.table().constants.len();
+    assert_eq!(record, 1);
+    let hlen = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+    let header: ciborium::Value = ciborium::from_reader(&bytes[32..32 + hlen]).unwrap();
+    let text = format!("{header:?}");
+    assert!(
+        text.contains(&format!("Integer({want})")),
+        "checksum {want} not in {text}"
+    );
+    let x = Array::from_slice(&[1.0f32], &[1]).unwrap();
+    let out = f.call(std::slice::from_ref(&x)).unwrap()[0]
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(out[n - 1], ((n - 1) % 1013) as f32 + 1.0);
+    for at in [start + 5, start + BLOCK + 123, bytes.len() - 1] {
+        let mut b = bytes.clone();
+        b[at] ^= 0x10;
+        let f = import_bytes("big2.mlxfn", &b).unwrap();
+        let e = f.call(std::slice::from_ref(&x)).unwrap_err().to_string();
+        assert!(e.contains("checksum") && e.contains("constant 0"), "{e}");
+    }
 }
 
 #[test]

@@ -275,6 +275,10 @@ fn constant_records_are_checked_against_the_file() {
     assert_has(&set("offset", u64::MAX - 63), &["constant 0", "overflows"]);
     assert_has(&set("length", 100), &["constant 0", "1024", "100"]);
     assert_has(&set("checksum", 12345), &["checksum", "constant 0"]);
+    assert_has(
+        &set("checksum_block", 16),
+        &["constant 0", "checksum block of 16"],
+    );
     // A shape whose byte count overflows.
     let e = forged(|h| {
         let c = item(field(h, "constants"), 0);

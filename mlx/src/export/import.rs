@@ -21,6 +21,11 @@ pub struct ImportOptions {
     pub mmap: bool,
     /// Reject MLX files with bytes after the last function (MLX ignores them).
     pub strict: bool,
+    /// Check native constants against their checksums (default). `false`
+    /// trusts the file, as MLX (whose files carry no checksums) does: it
+    /// saves one pass over every constant on first use, about as long as a
+    /// batch-1 product with those constants, but damage goes unnoticed.
+    pub verify_checksums: bool,
 }
 
 impl Default for ImportOptions {
@@ -28,6 +33,7 @@ impl Default for ImportOptions {
         ImportOptions {
             mmap: true,
             strict: true,
+            verify_checksums: true,
         }
     }
 }
@@ -96,11 +102,15 @@ fn import_source(src: Source, name: String, opts: &ImportOptions) -> Result<Impo
     }
     let verify_now = matches!(src, Source::Bytes(_));
     let decoded = native::decode(&src, &name)?;
-    let checks = decoded
-        .records
-        .into_iter()
-        .map(|r| (r, OnceLock::new()))
-        .collect();
+    let checks = if opts.verify_checksums {
+        decoded
+            .records
+            .into_iter()
+            .map(|r| (r, OnceLock::new()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let f = ImportedFunction::new(decoded.table, Format::Native, name, checks);
     if verify_now {
         for i in 0..f.checks.len() {

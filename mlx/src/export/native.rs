@@ -13,10 +13,13 @@
 //! ```
 //!
 //! Import parses the header only; constants are memory-mapped and used in
-//! place, each checked against its checksum the first time a call uses it.
+//! place, each checked against its checksum the first time a call uses it
+//! (version 2 hashes large constants in blocks, see [`checksum`](super::checksum);
+//! version 1 files, hashed flat, still read).
 //! Field names in the header make it extensible: a newer writer may add
 //! fields; primitives' states are maps keyed by field name.
 
+use super::checksum;
 use super::tape::{FunctionTable, Tape, TapeEntry, ValueRef};
 use crate::buffer::{Buffer, BUFFER_ALIGN};
 use crate::primitive::{lookup, Spec};
@@ -25,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 pub const MAGIC: &[u8; 8] = b"MLXFN-RS";
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: constants hashed in blocks (see [`checksum`](super::checksum)).
+pub const FORMAT_VERSION: u32 = 2;
 const PREAMBLE: usize = 32;
 /// Headers larger than this are refused before allocating (1 GiB).
 const MAX_HEADER: u64 = 1 << 30;
@@ -78,8 +82,12 @@ pub struct ConstantRecord {
     /// Offset from the start of the data section (a multiple of 64).
     pub offset: u64,
     pub length: u64,
-    /// xxh3-64 of the bytes.
+    /// See [`checksum`](super::checksum): xxh3-64 of the bytes, or of their
+    /// blocks' digests when `checksum_block` is set and smaller.
     pub checksum: u64,
+    /// Block size of the checksum; 0 (and absent, in version 1) hashes flat.
+    #[serde(default)]
+    pub checksum_block: u64,
 }
 
 fn spec_record(s: &Spec) -> SpecRecord {
@@ -192,7 +200,8 @@ pub fn encode(table: &FunctionTable) -> Result<Encoded> {
             shape: a.shape().to_vec(),
             offset: offset as u64,
             length: b.len() as u64,
-            checksum: xxhash_rust::xxh3::xxh3_64(b),
+            checksum: checksum::checksum(b, checksum::BLOCK),
+            checksum_block: checksum::BLOCK,
         });
         let pad = offset - end;
         end = offset + b.len();
@@ -357,6 +366,13 @@ fn load_constant(
             spec.dtype, spec.shape, c.length
         ));
     }
+    if c.checksum_block != 0 && c.checksum_block < checksum::MIN_BLOCK {
+        return Err(format!(
+            "constant {i}: checksum block of {} bytes (at least {} or 0)",
+            c.checksum_block,
+            checksum::MIN_BLOCK
+        ));
+    }
     if !c.offset.is_multiple_of(BUFFER_ALIGN as u64) {
         return Err(format!(
             "constant {i}: offset {} is not {BUFFER_ALIGN}-byte aligned",
@@ -485,7 +501,7 @@ pub fn verify_constant(a: &Array, record: &ConstantRecord, index: usize, path: &
     let start = d.offset * a.dtype().size();
     let bytes = &d.buffer.bytes()[start..start + n];
     // bool constants were normalised on load; check the normalised form too.
-    if xxhash_rust::xxh3::xxh3_64(bytes) != record.checksum {
+    if checksum::checksum(bytes, record.checksum_block) != record.checksum {
         return Err(Error::Checksum {
             path: path.to_string(),
             what: format!("constant {index} ({} {:?})", record.dtype, record.shape),

@@ -56,6 +56,7 @@ pub fn addmm(
         return Ok(Data::contiguous(buf, out_shape));
     }
     match dtype {
+        Dtype::Float32 if c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) => {}
         Dtype::Float32 => run::<f32>(&mut buf, &a, &b, c.as_ref(), alpha, beta, out_shape),
         Dtype::Float64 => run::<f64>(
             &mut buf,
@@ -130,6 +131,42 @@ pub fn addmm(
         }
     }
     Ok(Data::contiguous(buf, out_shape))
+}
+
+/// `x @ W` for a single row without batch (a batch-1 linear layer), run by
+/// [`gemv`](super::gemv) when `W`'s layout allows; false leaves `out` alone.
+fn one_row_gemv(
+    a: &MatrixView<'_>,
+    b: &MatrixView<'_>,
+    alpha: f32,
+    out_shape: &[i32],
+    out: &mut Buffer,
+) -> bool {
+    let nd = out_shape.len();
+    let batch: usize = out_shape[..nd - 2].iter().map(|&d| d as usize).product();
+    if batch != 1 || out_shape[nd - 2] != 1 {
+        return false;
+    }
+    let (k, n) = (a.shape[nd - 1] as usize, out_shape[nd - 1] as usize);
+    let w = super::gemv::Strided {
+        w: b.data.buffer.as_slice::<f32>(),
+        offset: b.data.offset,
+        row_stride: b.data.strides[nd - 2],
+        col_stride: b.data.strides[nd - 1],
+        k,
+        n,
+    };
+    if !w.supported() {
+        return false;
+    }
+    let src = a.data.buffer.as_slice::<f32>();
+    let step = a.data.strides[nd - 1];
+    let x: Vec<f32> = (0..k as isize)
+        .map(|i| src[(a.data.offset as isize + i * step) as usize])
+        .collect();
+    let dst = out.as_mut_slice::<f32>().expect("heap buffer");
+    super::gemv::gemv(&x, &w, alpha, dst);
+    true
 }
 
 /// Data over a fresh f32 buffer with the given strides.

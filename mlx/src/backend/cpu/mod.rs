@@ -7,6 +7,7 @@ pub mod decomp;
 pub mod elementwise;
 pub mod fast;
 pub mod fft;
+pub mod gemv;
 pub mod indexing;
 pub mod math;
 pub mod matmul;
