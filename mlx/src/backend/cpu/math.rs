@@ -192,8 +192,7 @@ pub fn exp_f32(x0: f32) -> f32 {
     p = p.mul_add(fpart, 2.402264791363012e-1);
     p = p.mul_add(fpart, 6.931472028550421e-1);
     p = p.mul_add(fpart, 1.0);
-    let bits = (ipart as i32).wrapping_add(127).wrapping_shl(23);
-    let r = f32::from_bits(bits as u32) * p;
+    let r = super::simd::pow2i(ipart) * p;
     if x0.is_nan() {
         x0
     } else if x0 > 88.0 {

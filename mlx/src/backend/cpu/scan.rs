@@ -132,11 +132,10 @@ pub fn mlx_exp(x0: f32) -> f32 {
     ] {
         p = p.mul_add(f, c);
     }
-    let bits = (ipart as i32).wrapping_add(127).wrapping_shl(23) as u32;
     let r = if x0.is_nan() {
         x0
     } else {
-        f32::from_bits(bits) * p
+        super::simd::pow2i(ipart) * p
     };
     if x0 > 88.0 {
         f32::INFINITY

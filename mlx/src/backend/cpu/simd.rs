@@ -40,3 +40,25 @@ pub fn with_fma<R>(body: impl FnOnce() -> R) -> R {
 unsafe fn call_with_fma<R>(body: impl FnOnce() -> R) -> R {
     body()
 }
+
+/// 2^n for an integer-valued `n` in [-127, 128] (2^-127 gives 0 and 2^128
+/// infinity, as the exponent-bit shift of MLX's exp does). Built without a
+/// float-to-int cast: Rust's saturating `as i32` stops a loop from
+/// vectorizing. Other `n` give meaningless values that callers replace.
+#[inline(always)]
+pub fn pow2i(n: f32) -> f32 {
+    // 2^23 + 127 + n keeps 127 + n in its low mantissa bits; shifting the
+    // bits left by 23 moves them into the exponent field.
+    f32::from_bits((n + 8_388_735.0).to_bits() << 23)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pow2i_is_the_exponent_shift_over_its_range() {
+        for n in -127i32..=128 {
+            let want = f32::from_bits(((n + 127) as u32) << 23);
+            assert_eq!(super::pow2i(n as f32).to_bits(), want.to_bits(), "2^{n}");
+        }
+    }
+}

@@ -30,7 +30,7 @@ pub fn exp_f32(x: f32) -> f32 {
     p = p.mul_add(f, 2.402264791363012e-1);
     p = p.mul_add(f, 6.931472028550421e-1);
     p = p.mul_add(f, 1.0);
-    let e = f32::from_bits(((ipart as i32).wrapping_add(127) << 23) as u32);
+    let e = crate::backend::cpu::simd::pow2i(ipart);
     let r = if x.is_nan() { x } else { e * p };
     let r = if x > 88.0 { f32::INFINITY } else { r };
     if x < -88.0 {
@@ -114,60 +114,52 @@ fn row_max<T: SoftmaxElem>(x: &[T]) -> T::F {
     m
 }
 
-/// Sum of `exp(x - max)` over a row, in 8 lanes.
+/// Sum of `f(x)` over a row, in 8 lanes (element `j` in lane `j % 8`, the
+/// lanes added pairwise, then the tail in order).
 #[inline(always)]
-fn row_exp_sum<T: SoftmaxElem>(x: &[T], max: T::F) -> T::F {
+fn row_sum_of<T: SoftmaxElem>(x: &[T], f: impl Fn(T::F) -> T::F) -> T::F {
     let mut lanes = [T::F::zero(); 8];
     let chunks = x.chunks_exact(8);
     let rest = chunks.remainder();
     for c in chunks {
         for (acc, &v) in lanes.iter_mut().zip(c) {
-            *acc = *acc + (v.to_f() - max).fexp();
+            *acc = *acc + f(v.to_f());
         }
     }
     let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
         + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
     for &v in rest {
-        s = s + (v.to_f() - max).fexp();
+        s = s + f(v.to_f());
     }
     s
 }
 
-/// [`row_exp_sum`] that also writes every term to `o`.
+/// Sum of `exp(x - max)` over a row.
 #[inline(always)]
-fn row_exp_sum_store<T: SoftmaxElem>(x: &[T], o: &mut [T], max: T::F) -> T::F {
-    let mut lanes = [T::F::zero(); 8];
-    let n8 = x.len() / 8 * 8;
-    for (c, oc) in x[..n8].chunks_exact(8).zip(o[..n8].chunks_exact_mut(8)) {
-        for ((acc, &v), o) in lanes.iter_mut().zip(c).zip(oc) {
-            let e = (v.to_f() - max).fexp();
-            *o = T::from_f(e);
-            *acc = *acc + e;
-        }
-    }
-    let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
-        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    for (&v, o) in x[n8..].iter().zip(&mut o[n8..]) {
-        let e = (v.to_f() - max).fexp();
-        *o = T::from_f(e);
-        s = s + e;
-    }
-    s
+fn row_exp_sum<T: SoftmaxElem>(x: &[T], max: T::F) -> T::F {
+    row_sum_of(x, |v| (v - max).fexp())
 }
 
 /// Softmax of one row in the compute type, written to `o`. Half types
-/// recompute the exponentials in the scaling pass rather than round them.
+/// recompute the exponentials in the scaling pass rather than round them;
+/// f32/f64 store them first in a plain map loop (which vectorizes, where
+/// exp inside the lane sum did not) and sum the stored values (same bits).
 #[inline(always)]
 fn softmax_row<T: SoftmaxElem>(x: &[T], o: &mut [T]) {
     let max = row_max(x);
+    let norm = if T::HALF {
+        T::F::one() / row_exp_sum(x, max)
+    } else {
+        for (o, &v) in o.iter_mut().zip(x) {
+            *o = T::from_f((v.to_f() - max).fexp());
+        }
+        T::F::one() / row_sum_of(o, |e| e)
+    };
     if T::HALF {
-        let norm = T::F::one() / row_exp_sum(x, max);
         for (o, &v) in o.iter_mut().zip(x) {
             *o = T::from_f((v.to_f() - max).fexp() * norm);
         }
     } else {
-        let s = row_exp_sum_store(x, o, max);
-        let norm = T::F::one() / s;
         for o in o.iter_mut() {
             *o = T::from_f(o.to_f() * norm);
         }
