@@ -94,30 +94,10 @@ fn rows_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
     }
 }
 
-/// Dot product in eight lanes.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(&p, &q)| p * q)
-        .sum();
-    for (p, q) in ca.zip(cb) {
-        for l in 0..8 {
-            lanes[l] += p[l] * q[l];
-        }
-    }
-    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
-        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
-        + tail
-}
-
 fn columns_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
     let column = |j: usize| {
         let start = w.offset + j * w.col_stride as usize;
-        super::simd::with_fma(|| dot(x, &w.w[start..start + w.k]))
+        super::simd::with_fma(|| super::simd::dot_lanes(x, &w.w[start..start + w.k]))
     };
     if w.k * w.n < PAR_WORK {
         out.iter_mut().enumerate().for_each(|(j, o)| *o = column(j));

@@ -370,7 +370,7 @@ fn columns_impl(a: &QmvArgs<'_>, c0: usize, out: &mut [f32]) {
                     4 => dot_packed::<4, 8>(gw, xs),
                     8 => dot_packed::<8, 4>(gw, xs),
                     2 => dot_packed::<2, 16>(gw, xs),
-                    _ => dot_lanes(&vals, xs),
+                    _ => super::simd::dot_lanes(&vals, xs),
                 };
                 *o += s * dot + b * a.xsums[r * gpr + g];
             }
@@ -390,23 +390,4 @@ fn dot_packed<const BITS: u32, const P: usize>(words: &[u32], x: &[f32]) -> f32 
         }
     }
     acc.iter().sum()
-}
-
-/// Σ a·b with eight accumulators (vectorises without reassociation).
-#[inline(always)]
-fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for j in 0..8 {
-            acc[j] += x[j] * y[j];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }

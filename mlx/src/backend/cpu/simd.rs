@@ -52,6 +52,25 @@ pub fn pow2i(n: f32) -> f32 {
     f32::from_bits((n + 8_388_735.0).to_bits() << 23)
 }
 
+/// Σ a·b with eight accumulators (vectorises without reassociation).
+#[inline(always)]
+pub fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for j in 0..8 {
+            acc[j] += x[j] * y[j];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
