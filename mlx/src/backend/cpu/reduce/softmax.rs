@@ -115,20 +115,29 @@ fn row_max<T: SoftmaxElem>(x: &[T]) -> T::F {
 }
 
 /// Sum of `f(x)` over a row, in 8 lanes (element `j` in lane `j % 8`, the
-/// lanes added pairwise, then the tail in order).
+/// lanes added pairwise, then the tail in order). `f` runs in a plain map
+/// loop over blocks of the row into a stack buffer, so that it vectorizes
+/// (inside the lane loop an `exp` stayed scalar).
 #[inline(always)]
 fn row_sum_of<T: SoftmaxElem>(x: &[T], f: impl Fn(T::F) -> T::F) -> T::F {
+    const BLOCK: usize = 256;
     let mut lanes = [T::F::zero(); 8];
-    let chunks = x.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (acc, &v) in lanes.iter_mut().zip(c) {
-            *acc = *acc + f(v.to_f());
+    let mut values = [T::F::zero(); BLOCK];
+    let whole = x.len() / 8 * 8;
+    for block in x[..whole].chunks(BLOCK) {
+        let values = &mut values[..block.len()];
+        for (v, &e) in values.iter_mut().zip(block) {
+            *v = f(e.to_f());
+        }
+        for c in values.chunks_exact(8) {
+            for (acc, &v) in lanes.iter_mut().zip(c) {
+                *acc = *acc + v;
+            }
         }
     }
     let mut s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
         + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    for &v in rest {
+    for &v in &x[whole..] {
         s = s + f(v.to_f());
     }
     s
