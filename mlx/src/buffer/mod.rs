@@ -173,22 +173,60 @@ impl Buffer {
     /// The buffer as a slice of `T` (`nbytes / size_of::<T>()` elements).
     pub fn as_slice<T: Element>(&self) -> &[T] {
         let bytes = self.bytes();
-        debug_assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
-        // SAFETY: storage is 64-byte aligned, T is plain data; bool buffers
-        // are only ever filled with 0/1 (kernels and loaders normalise them).
-        unsafe {
-            std::slice::from_raw_parts(
-                bytes.as_ptr() as *const T,
-                bytes.len() / std::mem::size_of::<T>(),
-            )
-        }
+        debug_assert!(aligned_for::<T>(bytes));
+        // SAFETY: storage is 64-byte aligned.
+        unsafe { cast_unchecked(bytes) }
     }
 
     /// Mutable typed view; `None` for a mapped buffer.
     pub fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
         let bytes = self.bytes_mut()?;
-        let n = bytes.len() / std::mem::size_of::<T>();
-        // SAFETY: as in `as_slice`; writers store valid values of T.
-        Some(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, n) })
+        debug_assert!(aligned_for::<T>(bytes));
+        // SAFETY: storage is 64-byte aligned.
+        Some(unsafe { cast_unchecked_mut(bytes) })
     }
+}
+
+fn aligned_for<T>(bytes: &[u8]) -> bool {
+    (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+}
+
+/// Bytes as elements of `T` (`len / size_of::<T>()` of them).
+///
+/// # Safety
+/// `bytes` must be aligned for `T`.
+unsafe fn cast_unchecked<T: Element>(bytes: &[u8]) -> &[T] {
+    // SAFETY: aligned (the caller's promise), T is plain data; bool buffers
+    // are only ever filled with 0/1 (kernels and loaders normalise them).
+    unsafe {
+        std::slice::from_raw_parts(
+            bytes.as_ptr() as *const T,
+            bytes.len() / std::mem::size_of::<T>(),
+        )
+    }
+}
+
+/// Mutable [`cast_unchecked`]; writers store valid values of `T`.
+///
+/// # Safety
+/// `bytes` must be aligned for `T`.
+unsafe fn cast_unchecked_mut<T: Element>(bytes: &mut [u8]) -> &mut [T] {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    // SAFETY: as in `cast_unchecked`.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, n) }
+}
+
+/// Bytes of a buffer (or a slice of one) as elements of `T`
+/// (`len / size_of::<T>()` of them). Panics if they are not aligned for `T`.
+pub fn cast_bytes<T: Element>(bytes: &[u8]) -> &[T] {
+    assert!(aligned_for::<T>(bytes), "misaligned bytes");
+    // SAFETY: aligned (checked).
+    unsafe { cast_unchecked(bytes) }
+}
+
+/// Mutable [`cast_bytes`]. Panics if the bytes are not aligned for `T`.
+pub fn cast_bytes_mut<T: Element>(bytes: &mut [u8]) -> &mut [T] {
+    assert!(aligned_for::<T>(bytes), "misaligned bytes");
+    // SAFETY: aligned (checked).
+    unsafe { cast_unchecked_mut(bytes) }
 }

@@ -51,6 +51,26 @@ pub struct ImportedFunction {
     /// `compile` does (fixed-shape files only: a shapeless call may
     /// broadcast where the trace did not). The table keeps the file's graph.
     runnable: Vec<Tape>,
+    /// For each trace, the constants what a call replays reads: the ones
+    /// checked before the call (walked once here, not on every call).
+    constants_used: Vec<Vec<usize>>,
+}
+
+/// The constants a tape reads, each once, in order.
+fn constants_of(tape: &Tape) -> Vec<usize> {
+    let mut used: Vec<usize> = tape
+        .entries
+        .iter()
+        .flat_map(|e| e.inputs.iter())
+        .chain(tape.outputs.iter())
+        .filter_map(|r| match *r {
+            ValueRef::Constant(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    used
 }
 
 /// Imports the function(s) in `path`, detecting the format from the first bytes.
@@ -146,6 +166,9 @@ impl ImportedFunction {
                 })
                 .collect()
         };
+        let constants_used = (0..table.functions.len())
+            .map(|i| constants_of(runnable.get(i).unwrap_or(&table.functions[i])))
+            .collect();
         ImportedFunction {
             table,
             signatures,
@@ -154,6 +177,7 @@ impl ImportedFunction {
             checks,
             version,
             runnable,
+            constants_used,
         }
     }
 
@@ -172,17 +196,10 @@ impl ImportedFunction {
                 signatures: list(&self.signatures),
             });
         };
-        let tape = self.runnable.get(i).unwrap_or(&self.table.functions[i]);
-        for r in tape
-            .entries
-            .iter()
-            .flat_map(|e| e.inputs.iter())
-            .chain(tape.outputs.iter())
-        {
-            if let ValueRef::Constant(c) = *r {
-                self.verify(c)?;
-            }
+        for &c in &self.constants_used[i] {
+            self.verify(c)?;
         }
+        let tape = self.runnable.get(i).unwrap_or(&self.table.functions[i]);
         let inputs: Vec<Array> = args
             .iter()
             .cloned()

@@ -86,13 +86,20 @@ pub enum Operand {
 /// Several element-wise primitives run as one pass over the data.
 #[derive(Clone, Debug)]
 pub struct Fused {
-    pub steps: Vec<(Box<dyn Primitive>, Vec<Operand>)>,
+    /// Shared, like every field: replay clones the primitive on each call.
+    pub steps: Arc<[Step]>,
+    /// For each step, the earlier steps it is the last reader of: their
+    /// results are dropped once it has run, so a kernel may reuse them.
+    released: Arc<[Vec<usize>]>,
     /// Step specs already inferred, keyed by the chunk's input specs: a
     /// replay sees the same few chunk shapes on every call.
     spec_cache: Arc<Mutex<Vec<SpecsFor>>>,
     /// Set once a step turned out to have no chunk kernel.
     no_chunk_kernel: Arc<AtomicBool>,
 }
+
+/// One step of a chain: the primitive and where its operands come from.
+pub type Step = (Box<dyn Primitive>, Vec<Operand>);
 
 /// Input specs and the step specs inferred from them.
 type SpecsFor = (Vec<Spec>, Arc<Vec<Spec>>);
@@ -125,6 +132,29 @@ impl PrimitiveState for Fused {
 }
 
 impl Fused {
+    fn new(steps: Vec<Step>) -> Fused {
+        let mut last_reader = vec![usize::MAX; steps.len()];
+        for (k, (_, ops)) in steps.iter().enumerate() {
+            for o in ops {
+                if let Operand::Step(j) = *o {
+                    last_reader[j] = k;
+                }
+            }
+        }
+        let mut released = vec![Vec::new(); steps.len()];
+        for (j, &k) in last_reader.iter().enumerate() {
+            if k != usize::MAX {
+                released[k].push(j);
+            }
+        }
+        Fused {
+            steps: steps.into(),
+            released: released.into(),
+            spec_cache: Default::default(),
+            no_chunk_kernel: Default::default(),
+        }
+    }
+
     /// [`Self::step_specs`] through the cache: replays see the same few
     /// input shapes (the whole arrays, a full chunk, the tail) every call.
     fn cached_specs(&self, ins: Vec<Spec>) -> Result<Arc<Vec<Spec>>> {
@@ -148,7 +178,6 @@ impl Fused {
         inputs: &[Array],
         datas: &[Data],
         specs: &[Spec],
-        last_use: &[usize],
         start: usize,
         dst: &mut [u8],
     ) -> Option<Result<()>> {
@@ -215,12 +244,8 @@ impl Fused {
                     return Some(Err(e));
                 }
             }
-            for o in ops {
-                if let Operand::Step(j) = *o {
-                    if last_use[j] == k {
-                        free.extend(outs[j].take());
-                    }
-                }
+            for &j in &self.released[k] {
+                free.extend(outs[j].take());
             }
             outs[k] = scratch;
         }
@@ -229,7 +254,7 @@ impl Fused {
 
     fn step_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let mut specs: Vec<Spec> = Vec::with_capacity(self.steps.len());
-        for (p, ops) in &self.steps {
+        for (p, ops) in self.steps.iter() {
             let ins: Vec<Spec> = ops
                 .iter()
                 .map(|o| match *o {
@@ -316,16 +341,6 @@ impl Primitive for Fused {
         let esize = out.dtype.size();
         let mut buf = crate::backend::cpu::elementwise::fresh_output(out);
         let bytes = buf.bytes_mut().expect("heap buffer");
-        // Each step's result is dropped after its last reader, which then
-        // holds it alone and may write its output into that buffer.
-        let mut last_use = vec![usize::MAX; self.steps.len()];
-        for (k, (_, ops)) in self.steps.iter().enumerate() {
-            for o in ops {
-                if let Operand::Step(j) = *o {
-                    last_use[j] = k;
-                }
-            }
-        }
         // Step specs depend only on the chunk length: a full chunk or the tail.
         let specs_for = |len: usize| {
             let ins: Vec<Spec> = inputs
@@ -352,7 +367,7 @@ impl Primitive for Fused {
                 }
             };
             if !self.no_chunk_kernel.load(Ordering::Relaxed) {
-                match self.run_chunk_direct(inputs, &datas, specs, &last_use, start, dst) {
+                match self.run_chunk_direct(inputs, &datas, specs, start, dst) {
                     Some(r) => return r,
                     None => self.no_chunk_kernel.store(true, Ordering::Relaxed),
                 }
@@ -369,12 +384,8 @@ impl Primitive for Fused {
                         Operand::Step(j) => results[j].clone().expect("steps are in order"),
                     }
                 }));
-                for o in ops {
-                    if let Operand::Step(j) = *o {
-                        if last_use[j] == k {
-                            results[j] = None;
-                        }
-                    }
+                for &j in &self.released[k] {
+                    results[j] = None;
                 }
                 let spec = &specs[k];
                 let d = p.eval(&args, std::slice::from_ref(spec))?;
@@ -436,11 +447,9 @@ pub fn fuse(tape: &mut Tape, constants: &[Array]) {
         }
         let shape = tape.entries[k].outputs[0].shape.clone();
         // Collect the tree rooted at k: steps in evaluation order.
-        let mut steps: Vec<(Box<dyn Primitive>, Vec<Operand>)> = Vec::new();
+        let mut steps: Vec<Step> = Vec::new();
         let mut ext: Vec<ValueRef> = Vec::new();
-        let mut build = |root: usize,
-                         steps: &mut Vec<(Box<dyn Primitive>, Vec<Operand>)>|
-         -> usize {
+        let mut build = |root: usize, steps: &mut Vec<Step>| -> usize {
             // Iterative post-order over the absorbable tree.
             enum Item {
                 Visit(usize),
@@ -500,11 +509,7 @@ pub fn fuse(tape: &mut Tape, constants: &[Array]) {
             continue;
         }
         new_entries[k] = Some(TapeEntry {
-            primitive: Box::new(Fused {
-                steps,
-                spec_cache: Default::default(),
-                no_chunk_kernel: Default::default(),
-            }),
+            primitive: Box::new(Fused::new(steps)),
             inputs: ext,
             outputs: tape.entries[k].outputs.clone(),
         });

@@ -6,7 +6,7 @@ use super::copy::{for_each_row, to_contiguous_vec};
 use super::simd::with_fma;
 use super::PAR_THRESHOLD;
 use crate::array::Data;
-use crate::buffer::Buffer;
+use crate::buffer::{cast_bytes, cast_bytes_mut, Buffer};
 use crate::primitive::{ChunkRef, Spec};
 use crate::{Array, Element, Result};
 use rayon::prelude::*;
@@ -133,36 +133,12 @@ impl<'a, T: Element> Operand<'a, T> {
 impl<'a, T: Element> Operand<'a, T> {
     /// The operand a fused chunk holds (its bytes are aligned for `T`).
     fn of_chunk(c: ChunkRef<'a>) -> Operand<'a, T> {
-        let s = cast_slice::<T>(c.bytes);
+        let s = cast_bytes::<T>(c.bytes);
         if c.scalar {
             Operand::Scalar(s[0])
         } else {
             Operand::Dense(s)
         }
-    }
-}
-
-fn cast_slice<T: Element>(b: &[u8]) -> &[T] {
-    assert_eq!(
-        b.as_ptr() as usize % std::mem::align_of::<T>(),
-        0,
-        "misaligned chunk"
-    );
-    // SAFETY: aligned (checked), T is plain data, bool bytes are 0/1 as everywhere.
-    unsafe {
-        std::slice::from_raw_parts(b.as_ptr() as *const T, b.len() / std::mem::size_of::<T>())
-    }
-}
-
-fn cast_slice_mut<T: Element>(b: &mut [u8]) -> &mut [T] {
-    assert_eq!(
-        b.as_ptr() as usize % std::mem::align_of::<T>(),
-        0,
-        "misaligned chunk"
-    );
-    // SAFETY: as in `cast_slice`; the kernel writes valid values of T.
-    unsafe {
-        std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut T, b.len() / std::mem::size_of::<T>())
     }
 }
 
@@ -173,7 +149,7 @@ pub fn binary_chunk<T: Element, U: Element>(
     out: &mut [u8],
     f: impl Fn(T, T) -> U,
 ) {
-    let o = cast_slice_mut::<U>(out);
+    let o = cast_bytes_mut::<U>(out);
     zip_chunk(o, 0, Operand::of_chunk(a), Operand::of_chunk(b), &f)
 }
 

@@ -55,8 +55,10 @@ pub fn addmm(
     if size == 0 {
         return Ok(Data::contiguous(buf, out_shape));
     }
+    if dtype == Dtype::Float32 && c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) {
+        return Ok(Data::contiguous(buf, out_shape));
+    }
     match dtype {
-        Dtype::Float32 if c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) => {}
         Dtype::Float32 => run::<f32>(&mut buf, &a, &b, c.as_ref(), alpha, beta, out_shape),
         Dtype::Float64 => run::<f64>(
             &mut buf,

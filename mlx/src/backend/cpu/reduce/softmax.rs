@@ -156,19 +156,16 @@ fn row_exp_sum<T: SoftmaxElem>(x: &[T], max: T::F) -> T::F {
 #[inline(always)]
 fn softmax_row<T: SoftmaxElem>(x: &[T], o: &mut [T]) {
     let max = row_max(x);
-    let norm = if T::HALF {
-        T::F::one() / row_exp_sum(x, max)
-    } else {
-        for (o, &v) in o.iter_mut().zip(x) {
-            *o = T::from_f((v.to_f() - max).fexp());
-        }
-        T::F::one() / row_sum_of(o, |e| e)
-    };
     if T::HALF {
+        let norm = T::F::one() / row_exp_sum(x, max);
         for (o, &v) in o.iter_mut().zip(x) {
             *o = T::from_f((v.to_f() - max).fexp() * norm);
         }
     } else {
+        for (o, &v) in o.iter_mut().zip(x) {
+            *o = T::from_f((v.to_f() - max).fexp());
+        }
+        let norm = T::F::one() / row_sum_of(o, |e| e);
         for o in o.iter_mut() {
             *o = T::from_f(o.to_f() * norm);
         }
