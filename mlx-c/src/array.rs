@@ -66,7 +66,8 @@ impl ArraySlot {
             let host = if usable {
                 data
             } else {
-                let buffer = mlx::dispatch_dtype!(a.dtype(), T => Buffer::from_slice(&a.to_vec::<T>()?));
+                let buffer =
+                    mlx::dispatch_dtype!(a.dtype(), T => Buffer::from_slice(&a.to_vec::<T>()?));
                 Data::contiguous(buffer, a.shape())
             };
             self.host = Some(host);
@@ -227,7 +228,11 @@ pub extern "C" fn mlx_array_new_complex(real_val: f32, imag_val: f32) -> mlx_arr
 
 /// Sets `*arr` to a 0-d complex64 array.
 #[no_mangle]
-pub extern "C" fn mlx_array_set_complex(arr: *mut mlx_array, real_val: f32, imag_val: f32) -> c_int {
+pub extern "C" fn mlx_array_set_complex(
+    arr: *mut mlx_array,
+    real_val: f32,
+    imag_val: f32,
+) -> c_int {
     status("mlx_array_set_complex", || {
         set_array(arr, Array::scalar(Complex64::new(real_val, imag_val)))
     })
@@ -246,7 +251,9 @@ pub unsafe extern "C" fn mlx_array_new_data(
 ) -> mlx_array {
     value("mlx_array_new_data", mlx_array::EMPTY, || {
         // SAFETY: forwarded from this function's contract.
-        Ok(new_array(unsafe { array_from_raw(data, shape, dim, dtype) }?))
+        Ok(new_array(unsafe {
+            array_from_raw(data, shape, dim, dtype)
+        }?))
     })
 }
 
@@ -264,7 +271,17 @@ pub unsafe extern "C" fn mlx_array_new_data_managed(
     dtor: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> mlx_array {
     // SAFETY: forwarded from this function's contract.
-    unsafe { managed("mlx_array_new_data_managed", data, shape, dim, dtype, data, dtor) }
+    unsafe {
+        managed(
+            "mlx_array_new_data_managed",
+            data,
+            shape,
+            dim,
+            dtype,
+            data,
+            dtor,
+        )
+    }
 }
 
 /// Like `mlx_array_new_data_managed`, calling `dtor(payload)`.
@@ -412,7 +429,9 @@ fn item<T: Element>(func: &str, res: *mut T, arr: mlx_array) -> c_int {
         let a = get_array(arr)?;
         check_dtype(&a, T::DTYPE)?;
         if res.is_null() {
-            return Err(Failure::new("expected a pointer for the result, found NULL"));
+            return Err(Failure::new(
+                "expected a pointer for the result, found NULL",
+            ));
         }
         let v = a.item::<T>()?;
         // SAFETY: non-null; the caller passes a pointer to a `T`.
@@ -468,11 +487,18 @@ typed_accessors! {
     mlx_array_item_bfloat16, mlx_array_data_bfloat16, half::bf16;
 }
 
-fn flag(func: &str, res: *mut bool, arr: mlx_array, f: impl FnOnce(&Array) -> Result<bool, Failure>) -> c_int {
+fn flag(
+    func: &str,
+    res: *mut bool,
+    arr: mlx_array,
+    f: impl FnOnce(&Array) -> Result<bool, Failure>,
+) -> c_int {
     status(func, || {
         let a = get_array(arr)?;
         if res.is_null() {
-            return Err(Failure::new("expected a pointer for the result, found NULL"));
+            return Err(Failure::new(
+                "expected a pointer for the result, found NULL",
+            ));
         }
         let v = f(&a)?;
         // SAFETY: non-null; the caller passes a pointer to a bool.

@@ -6,8 +6,12 @@ use crate::boundary::{status, value, Failure};
 use crate::handle::{self, c_handle, lock, slot, Kind};
 use crate::map::{get_map, mlx_map_string_to_array, MapObj};
 use crate::string::{mlx_string, set_string};
-use crate::vector::{get_arrays, mlx_vector_array, mlx_vector_string, set_arrays, set_strings, strings_of};
-use mlx::export::{import_function_from_bytes, import_function_with, ImportOptions, ImportedFunction};
+use crate::vector::{
+    get_arrays, mlx_vector_array, mlx_vector_string, set_arrays, set_strings, strings_of,
+};
+use mlx::export::{
+    import_function_from_bytes, import_function_with, ImportOptions, ImportedFunction,
+};
 use mlx::{Array, Kwargs};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Mutex;
@@ -80,18 +84,27 @@ unsafe fn path_arg(file: *const c_char) -> Result<std::path::PathBuf, Failure> {
 /// `file` is NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn mlx_imported_function_new(file: *const c_char) -> mlx_imported_function {
-    value("mlx_imported_function_new", mlx_imported_function::EMPTY, || {
-        // SAFETY: forwarded from this function's contract.
-        let path = unsafe { path_arg(file) }?;
-        Ok(new_function(import_function_with(&path, &ImportOptions::default())?))
-    })
+    value(
+        "mlx_imported_function_new",
+        mlx_imported_function::EMPTY,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let path = unsafe { path_arg(file) }?;
+            Ok(new_function(import_function_with(
+                &path,
+                &ImportOptions::default(),
+            )?))
+        },
+    )
 }
 
 /// Frees the function (an empty handle is a no-op). Arrays it returned stay
 /// valid.
 #[no_mangle]
 pub extern "C" fn mlx_imported_function_free(xfunc: mlx_imported_function) -> c_int {
-    status("mlx_imported_function_free", || handle::free::<FunctionObj>(xfunc.ctx))
+    status("mlx_imported_function_free", || {
+        handle::free::<FunctionObj>(xfunc.ctx)
+    })
 }
 
 fn check_out(res: *mut mlx_vector_array) -> Result<(), Failure> {
@@ -151,7 +164,9 @@ pub extern "C" fn mlx_import_options_new() -> mlx_import_options {
 /// Frees the options (an empty handle is a no-op).
 #[no_mangle]
 pub extern "C" fn mlx_import_options_free(opts: mlx_import_options) -> c_int {
-    status("mlx_import_options_free", || handle::free::<OptionsObj>(opts.ctx))
+    status("mlx_import_options_free", || {
+        handle::free::<OptionsObj>(opts.ctx)
+    })
 }
 
 fn set_option(func: &str, opts: mlx_import_options, f: impl FnOnce(&mut ImportOptions)) -> c_int {
@@ -164,7 +179,10 @@ fn set_option(func: &str, opts: mlx_import_options, f: impl FnOnce(&mut ImportOp
 /// Whether to check native constants against their checksums (default
 /// true); false trusts the file, as MLX does.
 #[no_mangle]
-pub extern "C" fn mlx_import_options_set_verify_checksums(opts: mlx_import_options, verify: bool) -> c_int {
+pub extern "C" fn mlx_import_options_set_verify_checksums(
+    opts: mlx_import_options,
+    verify: bool,
+) -> c_int {
     set_option("mlx_import_options_set_verify_checksums", opts, |o| {
         o.verify_checksums = verify
     })
@@ -193,11 +211,15 @@ pub unsafe extern "C" fn mlx_imported_function_new_with_options(
     file: *const c_char,
     opts: mlx_import_options,
 ) -> mlx_imported_function {
-    value("mlx_imported_function_new_with_options", mlx_imported_function::EMPTY, || {
-        // SAFETY: forwarded from this function's contract.
-        let path = unsafe { path_arg(file) }?;
-        Ok(new_function(import_function_with(&path, &options(opts)?)?))
-    })
+    value(
+        "mlx_imported_function_new_with_options",
+        mlx_imported_function::EMPTY,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let path = unsafe { path_arg(file) }?;
+            Ok(new_function(import_function_with(&path, &options(opts)?)?))
+        },
+    )
 }
 
 /// Imports a file's `size` bytes at `data` (copied: the caller keeps its
@@ -211,23 +233,34 @@ pub unsafe extern "C" fn mlx_imported_function_new_from_bytes(
     size: usize,
     opts: mlx_import_options,
 ) -> mlx_imported_function {
-    value("mlx_imported_function_new_from_bytes", mlx_imported_function::EMPTY, || {
-        if data.is_null() && size > 0 {
-            return Err(Failure::new(format!("expected {size} bytes, found NULL")));
-        }
-        let bytes = if size == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: non-null and `size` readable bytes by the contract.
-            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) }.to_vec()
-        };
-        Ok(new_function(import_function_from_bytes(bytes, "<memory>", &options(opts)?)?))
-    })
+    value(
+        "mlx_imported_function_new_from_bytes",
+        mlx_imported_function::EMPTY,
+        || {
+            if data.is_null() && size > 0 {
+                return Err(Failure::new(format!("expected {size} bytes, found NULL")));
+            }
+            let bytes = if size == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: non-null and `size` readable bytes by the contract.
+                unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) }.to_vec()
+            };
+            Ok(new_function(import_function_from_bytes(
+                bytes,
+                "<memory>",
+                &options(opts)?,
+            )?))
+        },
+    )
 }
 
 /// Writes the metadata string stored in the file into `*res`.
 #[no_mangle]
-pub extern "C" fn mlx_imported_function_metadata(res: *mut mlx_string, xfunc: mlx_imported_function) -> c_int {
+pub extern "C" fn mlx_imported_function_metadata(
+    res: *mut mlx_string,
+    xfunc: mlx_imported_function,
+) -> c_int {
     status("mlx_imported_function_metadata", || {
         set_string(res, function(xfunc)?.0.metadata())
     })
@@ -242,7 +275,10 @@ pub extern "C" fn mlx_imported_function_signatures(
 ) -> c_int {
     status("mlx_imported_function_signatures", || {
         let f = function(xfunc)?;
-        set_strings(res, strings_of(f.0.signatures().iter().map(|s| s.to_string())))
+        set_strings(
+            res,
+            strings_of(f.0.signatures().iter().map(|s| s.to_string())),
+        )
     })
 }
 
@@ -259,7 +295,10 @@ pub extern "C" fn mlx_imported_function_signature_inputs(
         let f = function(xfunc)?;
         let sigs = f.0.signatures();
         let sig = sigs.get(index).ok_or_else(|| {
-            Failure::new(format!("trace {index} does not exist: the file has {} traces", sigs.len()))
+            Failure::new(format!(
+                "trace {index} does not exist: the file has {} traces",
+                sigs.len()
+            ))
         })?;
         let positional = sig
             .positional
@@ -283,11 +322,16 @@ pub extern "C" fn mlx_imported_function_signature_inputs(
 
 /// Whether the file was exported shapeless (sizes may change per call).
 #[no_mangle]
-pub extern "C" fn mlx_imported_function_shapeless(res: *mut bool, xfunc: mlx_imported_function) -> c_int {
+pub extern "C" fn mlx_imported_function_shapeless(
+    res: *mut bool,
+    xfunc: mlx_imported_function,
+) -> c_int {
     status("mlx_imported_function_shapeless", || {
         let shapeless = function(xfunc)?.0.shapeless();
         if res.is_null() {
-            return Err(Failure::new("expected a pointer for the result, found NULL"));
+            return Err(Failure::new(
+                "expected a pointer for the result, found NULL",
+            ));
         }
         // SAFETY: non-null; the caller passes a pointer to a bool.
         unsafe { res.write(shapeless) };
@@ -301,4 +345,3 @@ pub extern "C" fn mlx_imported_function_shapeless(res: *mut bool, xfunc: mlx_imp
 pub extern "C" fn _mlx_live_handles() -> usize {
     value("_mlx_live_handles", 0, || Ok(handle::live_count()))
 }
-

@@ -36,7 +36,12 @@ fn nest(out: &mut String, items: &[String], shape: &[i32], depth: usize) {
                 out.push_str(",\n");
                 out.push_str(&" ".repeat(PREFIX.len() + depth + 1));
             }
-            nest(out, &items[i * chunk..(i + 1) * chunk], &shape[1..], depth + 1);
+            nest(
+                out,
+                &items[i * chunk..(i + 1) * chunk],
+                &shape[1..],
+                depth + 1,
+            );
         }
     }
     out.push(']');

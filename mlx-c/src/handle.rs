@@ -187,7 +187,9 @@ pub fn c_string(s: &str) -> std::ffi::CString {
 /// `p` is NULL or points to a NUL-terminated string.
 pub unsafe fn str_arg<'a>(p: *const std::ffi::c_char, what: &str) -> Result<&'a str, Failure> {
     if p.is_null() {
-        return Err(Failure::new(format!("expected a string for {what}, found NULL")));
+        return Err(Failure::new(format!(
+            "expected a string for {what}, found NULL"
+        )));
     }
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     unsafe { std::ffi::CStr::from_ptr(p) }

@@ -19,8 +19,8 @@
 
 pub mod array;
 pub mod boundary;
-mod format;
 pub mod export;
+mod format;
 pub mod handle;
 pub mod map;
 pub mod string;

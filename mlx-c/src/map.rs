@@ -45,11 +45,15 @@ pub fn get_map(h: mlx_map_string_to_array) -> Result<Kwargs, Failure> {
 /// A new empty map.
 #[no_mangle]
 pub extern "C" fn mlx_map_string_to_array_new() -> mlx_map_string_to_array {
-    value("mlx_map_string_to_array_new", mlx_map_string_to_array::EMPTY, || {
-        Ok(mlx_map_string_to_array {
-            ctx: handle::new(MapObj(Mutex::new(Kwargs::new()))),
-        })
-    })
+    value(
+        "mlx_map_string_to_array_new",
+        mlx_map_string_to_array::EMPTY,
+        || {
+            Ok(mlx_map_string_to_array {
+                ctx: handle::new(MapObj(Mutex::new(Kwargs::new()))),
+            })
+        },
+    )
 }
 
 /// Sets `*map` to a copy of `src` (the arrays themselves are shared).
@@ -71,7 +75,9 @@ pub extern "C" fn mlx_map_string_to_array_set(
 /// Frees the map (an empty handle is a no-op).
 #[no_mangle]
 pub extern "C" fn mlx_map_string_to_array_free(map: mlx_map_string_to_array) -> c_int {
-    status("mlx_map_string_to_array_free", || handle::free::<MapObj>(map.ctx))
+    status("mlx_map_string_to_array_free", || {
+        handle::free::<MapObj>(map.ctx)
+    })
 }
 
 /// Inserts `value` at `key`, replacing what was there.
@@ -137,7 +143,9 @@ pub extern "C" fn mlx_map_string_to_array_iterator_new(
 
 /// Frees the iterator (an empty one is a no-op).
 #[no_mangle]
-pub extern "C" fn mlx_map_string_to_array_iterator_free(it: mlx_map_string_to_array_iterator) -> c_int {
+pub extern "C" fn mlx_map_string_to_array_iterator_free(
+    it: mlx_map_string_to_array_iterator,
+) -> c_int {
     status("mlx_map_string_to_array_iterator_free", || {
         handle::free::<MapIterObj>(it.ctx)
     })

@@ -115,7 +115,9 @@ pub extern "C" fn mlx_vector_array_set(vec: *mut mlx_vector_array, src: mlx_vect
 /// are unaffected.
 #[no_mangle]
 pub extern "C" fn mlx_vector_array_free(vec: mlx_vector_array) -> c_int {
-    status("mlx_vector_array_free", || handle::free::<VectorArrayObj>(vec.ctx))
+    status("mlx_vector_array_free", || {
+        handle::free::<VectorArrayObj>(vec.ctx)
+    })
 }
 
 /// A new vector holding the `size` arrays at `data`.
@@ -123,7 +125,10 @@ pub extern "C" fn mlx_vector_array_free(vec: mlx_vector_array) -> c_int {
 /// # Safety
 /// `data` points to `size` handles.
 #[no_mangle]
-pub unsafe extern "C" fn mlx_vector_array_new_data(data: *const mlx_array, size: usize) -> mlx_vector_array {
+pub unsafe extern "C" fn mlx_vector_array_new_data(
+    data: *const mlx_array,
+    size: usize,
+) -> mlx_vector_array {
     value("mlx_vector_array_new_data", mlx_vector_array::EMPTY, || {
         // SAFETY: forwarded from this function's contract.
         let v = unsafe { arrays_arg(data, size) }?;
@@ -136,12 +141,16 @@ pub unsafe extern "C" fn mlx_vector_array_new_data(data: *const mlx_array, size:
 /// A new vector holding one array.
 #[no_mangle]
 pub extern "C" fn mlx_vector_array_new_value(val: mlx_array) -> mlx_vector_array {
-    value("mlx_vector_array_new_value", mlx_vector_array::EMPTY, || {
-        let v = vec![get_array(val)?];
-        Ok(mlx_vector_array {
-            ctx: handle::new(VectorArrayObj(Mutex::new(v))),
-        })
-    })
+    value(
+        "mlx_vector_array_new_value",
+        mlx_vector_array::EMPTY,
+        || {
+            let v = vec![get_array(val)?];
+            Ok(mlx_vector_array {
+                ctx: handle::new(VectorArrayObj(Mutex::new(v))),
+            })
+        },
+    )
 }
 
 /// Sets `*vec` to the `size` arrays at `data`.
@@ -163,7 +172,9 @@ pub unsafe extern "C" fn mlx_vector_array_set_data(
 /// Sets `*vec` to the one array `val`.
 #[no_mangle]
 pub extern "C" fn mlx_vector_array_set_value(vec: *mut mlx_vector_array, val: mlx_array) -> c_int {
-    status("mlx_vector_array_set_value", || set_arrays(vec, vec![get_array(val)?]))
+    status("mlx_vector_array_set_value", || {
+        set_arrays(vec, vec![get_array(val)?])
+    })
 }
 
 /// Appends the `size` arrays at `data`.
@@ -204,11 +215,18 @@ pub extern "C" fn mlx_vector_array_size(vec: mlx_vector_array) -> usize {
 
 /// Sets `*res` to the array at `idx`.
 #[no_mangle]
-pub extern "C" fn mlx_vector_array_get(res: *mut mlx_array, vec: mlx_vector_array, idx: usize) -> c_int {
+pub extern "C" fn mlx_vector_array_get(
+    res: *mut mlx_array,
+    vec: mlx_vector_array,
+    idx: usize,
+) -> c_int {
     status("mlx_vector_array_get", || {
         let v = get_arrays(vec)?;
         let a = v.get(idx).cloned().ok_or_else(|| {
-            Failure::new(format!("index {idx} is out of range for a vector of {} arrays", v.len()))
+            Failure::new(format!(
+                "index {idx} is out of range for a vector of {} arrays",
+                v.len()
+            ))
         })?;
         set_array(res, a)
     })
@@ -226,7 +244,10 @@ pub extern "C" fn mlx_vector_string_new() -> mlx_vector_string {
 
 /// Sets `*vec` to a copy of `src`.
 #[no_mangle]
-pub extern "C" fn mlx_vector_string_set(vec: *mut mlx_vector_string, src: mlx_vector_string) -> c_int {
+pub extern "C" fn mlx_vector_string_set(
+    vec: *mut mlx_vector_string,
+    src: mlx_vector_string,
+) -> c_int {
     status("mlx_vector_string_set", || {
         let v = lock(&handle::get::<VectorStringObj>(src.ctx)?.0).clone();
         set_strings(vec, v)
@@ -236,7 +257,9 @@ pub extern "C" fn mlx_vector_string_set(vec: *mut mlx_vector_string, src: mlx_ve
 /// Frees the vector (an empty handle is a no-op).
 #[no_mangle]
 pub extern "C" fn mlx_vector_string_free(vec: mlx_vector_string) -> c_int {
-    status("mlx_vector_string_free", || handle::free::<VectorStringObj>(vec.ctx))
+    status("mlx_vector_string_free", || {
+        handle::free::<VectorStringObj>(vec.ctx)
+    })
 }
 
 /// A new vector holding copies of the `size` strings at `data`.
@@ -244,14 +267,21 @@ pub extern "C" fn mlx_vector_string_free(vec: mlx_vector_string) -> c_int {
 /// # Safety
 /// `data` points to `size` NUL-terminated strings.
 #[no_mangle]
-pub unsafe extern "C" fn mlx_vector_string_new_data(data: *const *const c_char, size: usize) -> mlx_vector_string {
-    value("mlx_vector_string_new_data", mlx_vector_string::EMPTY, || {
-        // SAFETY: forwarded from this function's contract.
-        let v = unsafe { strings_arg(data, size) }?;
-        Ok(mlx_vector_string {
-            ctx: handle::new(VectorStringObj(Mutex::new(v))),
-        })
-    })
+pub unsafe extern "C" fn mlx_vector_string_new_data(
+    data: *const *const c_char,
+    size: usize,
+) -> mlx_vector_string {
+    value(
+        "mlx_vector_string_new_data",
+        mlx_vector_string::EMPTY,
+        || {
+            // SAFETY: forwarded from this function's contract.
+            let v = unsafe { strings_arg(data, size) }?;
+            Ok(mlx_vector_string {
+                ctx: handle::new(VectorStringObj(Mutex::new(v))),
+            })
+        },
+    )
 }
 
 /// A new vector holding a copy of one string.
@@ -260,13 +290,17 @@ pub unsafe extern "C" fn mlx_vector_string_new_data(data: *const *const c_char, 
 /// `val` is NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn mlx_vector_string_new_value(val: *const c_char) -> mlx_vector_string {
-    value("mlx_vector_string_new_value", mlx_vector_string::EMPTY, || {
-        // SAFETY: one pointer, forwarded from this function's contract.
-        let v = unsafe { strings_arg(&val, 1) }?;
-        Ok(mlx_vector_string {
-            ctx: handle::new(VectorStringObj(Mutex::new(v))),
-        })
-    })
+    value(
+        "mlx_vector_string_new_value",
+        mlx_vector_string::EMPTY,
+        || {
+            // SAFETY: one pointer, forwarded from this function's contract.
+            let v = unsafe { strings_arg(&val, 1) }?;
+            Ok(mlx_vector_string {
+                ctx: handle::new(VectorStringObj(Mutex::new(v))),
+            })
+        },
+    )
 }
 
 /// Sets `*vec` to copies of the `size` strings at `data`.
@@ -290,7 +324,10 @@ pub unsafe extern "C" fn mlx_vector_string_set_data(
 /// # Safety
 /// `val` is NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn mlx_vector_string_set_value(vec: *mut mlx_vector_string, val: *const c_char) -> c_int {
+pub unsafe extern "C" fn mlx_vector_string_set_value(
+    vec: *mut mlx_vector_string,
+    val: *const c_char,
+) -> c_int {
     status("mlx_vector_string_set_value", || {
         // SAFETY: one pointer, forwarded from this function's contract.
         set_strings(vec, unsafe { strings_arg(&val, 1) }?)
@@ -320,7 +357,10 @@ pub unsafe extern "C" fn mlx_vector_string_append_data(
 /// # Safety
 /// `val` is NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn mlx_vector_string_append_value(vec: mlx_vector_string, val: *const c_char) -> c_int {
+pub unsafe extern "C" fn mlx_vector_string_append_value(
+    vec: mlx_vector_string,
+    val: *const c_char,
+) -> c_int {
     status("mlx_vector_string_append_value", || {
         // SAFETY: one pointer, forwarded from this function's contract.
         let more = unsafe { strings_arg(&val, 1) }?;
@@ -340,15 +380,24 @@ pub extern "C" fn mlx_vector_string_size(vec: mlx_vector_string) -> usize {
 /// Sets `*res` to the string at `idx`, owned by the vector: valid until the
 /// vector is set, appended to or freed.
 #[no_mangle]
-pub extern "C" fn mlx_vector_string_get(res: *mut *mut c_char, vec: mlx_vector_string, idx: usize) -> c_int {
+pub extern "C" fn mlx_vector_string_get(
+    res: *mut *mut c_char,
+    vec: mlx_vector_string,
+    idx: usize,
+) -> c_int {
     status("mlx_vector_string_get", || {
         if res.is_null() {
-            return Err(Failure::new("expected a pointer for the result, found NULL"));
+            return Err(Failure::new(
+                "expected a pointer for the result, found NULL",
+            ));
         }
         let obj = handle::get::<VectorStringObj>(vec.ctx)?;
         let v = lock(&obj.0);
         let s = v.get(idx).ok_or_else(|| {
-            Failure::new(format!("index {idx} is out of range for a vector of {} strings", v.len()))
+            Failure::new(format!(
+                "index {idx} is out of range for a vector of {} strings",
+                v.len()
+            ))
         })?;
         // SAFETY: non-null; the caller passes a pointer to a `char*`.
         unsafe { res.write(s.as_ptr().cast_mut()) };

@@ -12,7 +12,12 @@ fn errors_exe() -> &'static std::path::Path {
     static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     EXE.get_or_init(|| {
         let exe = scratch("bin").join("errors");
-        compile(&[root().join("mlx-c/tests/c/errors.c")], &exe, false, Link::Shared);
+        compile(
+            &[root().join("mlx-c/tests/c/errors.c")],
+            &exe,
+            false,
+            Link::Shared,
+        );
         exe
     })
 }
@@ -23,7 +28,10 @@ fn bad_calls_fail_through_the_handler() {
     let garbage = scratch("errors").join("garbage.mlxfn");
     std::fs::write(&garbage, b"this is not an exported function at all").unwrap();
     let fixture = root().join("tests/fixtures/mlx/kwargs/fn.mlxfn");
-    let out = run(exe, &[fixture.display().to_string(), garbage.display().to_string()]);
+    let out = run(
+        exe,
+        &[fixture.display().to_string(), garbage.display().to_string()],
+    );
     assert_success("errors.c", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     for check in [
@@ -43,7 +51,10 @@ fn bad_calls_fail_through_the_handler() {
         assert!(stdout.contains(check), "missing `{check}` in:\n{stdout}");
     }
     // Messages name the function that failed.
-    assert!(stdout.contains("ok bad path: mlx_imported_function_new: "), "{stdout}");
+    assert!(
+        stdout.contains("ok bad path: mlx_imported_function_new: "),
+        "{stdout}"
+    );
     // The signature mismatch lists what the file accepts.
     assert!(stdout.contains("a_offset=float32[]"), "{stdout}");
 }
@@ -51,7 +62,11 @@ fn bad_calls_fail_through_the_handler() {
 #[test]
 fn default_handler_prints_and_exits() {
     let out = run(errors_exe(), &["--default-handler".to_string()]);
-    assert_eq!(out.status.code(), Some(255), "mlx-c's default handler exits with -1");
+    assert_eq!(
+        out.status.code(),
+        Some(255),
+        "mlx-c's default handler exits with -1"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout,

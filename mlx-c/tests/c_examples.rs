@@ -6,7 +6,9 @@
 mod support;
 
 use mlx::{Array, ExportOptions, Kwargs};
-use support::{assert_close, assert_success, check_fixture, compile, root, run, run_c, scratch, Link};
+use support::{
+    assert_close, assert_success, check_fixture, compile, root, run, run_c, scratch, Link,
+};
 
 fn fixture(rel: &str) -> std::path::PathBuf {
     root().join("tests/fixtures").join(rel)
@@ -70,16 +72,31 @@ fn rust_exported(extra: &[&str]) {
     let xs = [1.0f32, -2.0, 3.5, 0.25, 4.0, -0.5];
     let shift = [10.0f32, 20.0, 30.0];
     mlx::io::save_npy(dir.join("x.npy"), &Array::from_slice(&xs, &[2, 3]).unwrap()).unwrap();
-    mlx::io::save_npy(dir.join("shift.npy"), &Array::from_slice(&shift, &[3]).unwrap()).unwrap();
+    mlx::io::save_npy(
+        dir.join("shift.npy"),
+        &Array::from_slice(&shift, &[3]).unwrap(),
+    )
+    .unwrap();
     let p = |name: &str| dir.join(name).display().to_string();
-    let mut args = vec![p("affine.bin"), p("x.npy"), "--kw".into(), format!("shift={}", p("shift.npy"))];
+    let mut args = vec![
+        p("affine.bin"),
+        p("x.npy"),
+        "--kw".into(),
+        format!("shift={}", p("shift.npy")),
+    ];
     args.extend(["--out".into(), dir.display().to_string()]);
     args.extend(extra.iter().map(|s| s.to_string()));
     let out = run(run_c(), &args);
     assert_success("run.c on a Rust-exported file", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("metadata: \"affine from Rust\""), "{stdout}");
-    assert!(stdout.contains("trace 0: (float32[2, 3], shift=float32[3])"), "{stdout}");
+    assert!(
+        stdout.contains("metadata: \"affine from Rust\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("trace 0: (float32[2, 3], shift=float32[3])"),
+        "{stdout}"
+    );
     // Closed forms, computed here element by element.
     let y: Vec<f32> = (0..6).map(|i| xs[i] * 2.5 + shift[i % 3]).collect();
     let z: Vec<f32> = (0..6).map(|i| xs[i] - shift[i % 3]).collect();
@@ -119,7 +136,12 @@ fn inputs_made_in_c_and_printed() {
 #[test]
 fn static_library_links() {
     let exe = scratch("bin").join("run_static");
-    compile(&[root().join("examples/c/run.c")], &exe, false, Link::Static);
+    compile(
+        &[root().join("examples/c/run.c")],
+        &exe,
+        false,
+        Link::Static,
+    );
     let dir = fixture("mlx/multi_trace");
     let out_dir = scratch("static_multi_trace");
     let out = run(

@@ -8,7 +8,12 @@ use support::{assert_success, compile, root, run, scratch, values, Link};
 #[test]
 fn cpp_example_matches_mlx() {
     let exe = scratch("bin").join("run_cpp");
-    compile(&[root().join("examples/cpp/run.cpp")], &exe, true, Link::Shared);
+    compile(
+        &[root().join("examples/cpp/run.cpp")],
+        &exe,
+        true,
+        Link::Shared,
+    );
     let dir = root().join("tests/fixtures/mlx/shapeless");
     let out = run(
         &exe,
@@ -21,7 +26,9 @@ fn cpp_example_matches_mlx() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("first output: array([[["), "{stdout}");
     // Each output: a "output i shape ..." line, then one number per line.
-    let mut lines = stdout.lines().skip_while(|l| !l.starts_with("output 0 shape"));
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("output 0 shape"));
     for (i, (shape, rtol, atol)) in [(vec![1, 5, 6], 1e-5, 1e-6), (vec![1, 6], 1e-5, 1e-6)]
         .into_iter()
         .enumerate()
@@ -37,7 +44,10 @@ fn cpp_example_matches_mlx() {
         assert_eq!(want.shape(), &shape[..]);
         for (j, w) in values(&want).into_iter().enumerate() {
             let g: f64 = lines.next().expect("a value").parse().unwrap();
-            assert!((g - w).abs() <= atol + rtol * w.abs(), "output {i} element {j}: {g} vs {w}");
+            assert!(
+                (g - w).abs() <= atol + rtol * w.abs(),
+                "output {i} element {j}: {g} vs {w}"
+            );
         }
     }
 }
@@ -45,7 +55,12 @@ fn cpp_example_matches_mlx() {
 #[test]
 fn cpp_errors_become_exceptions() {
     let exe = scratch("bin").join("run_cpp_err");
-    compile(&[root().join("examples/cpp/run.cpp")], &exe, true, Link::Shared);
+    compile(
+        &[root().join("examples/cpp/run.cpp")],
+        &exe,
+        true,
+        Link::Shared,
+    );
     // (Its own binary: the other test may be writing run_cpp meanwhile.)
     let dir = root().join("tests/fixtures/mlx/kwargs");
     // The kwargs fixture needs keyword inputs: the call fails and run.cpp

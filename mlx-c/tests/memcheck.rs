@@ -5,11 +5,14 @@
 
 mod support;
 
-use support::{assert_success, compile, root, run_c, scratch, Link};
 use std::process::Command;
+use support::{assert_success, compile, root, run_c, scratch, Link};
 
 fn valgrind() -> Option<Command> {
-    let found = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !found {
         eprintln!("valgrind is not on PATH: memcheck skipped");
         return None;
@@ -34,10 +37,17 @@ fn run_c_is_clean_under_memcheck() {
     let out = cmd
         .arg(run_c())
         .args([p("fn.mlxfn"), p("c0_arg0.npy")])
-        .args(["--kw".into(), format!("a_offset={}", p("c0_kw_a_offset.npy"))])
+        .args([
+            "--kw".into(),
+            format!("a_offset={}", p("c0_kw_a_offset.npy")),
+        ])
         .args(["--kw".into(), format!("mid={}", p("c0_kw_mid.npy"))])
         .args(["--kw".into(), format!("z_scale={}", p("c0_kw_z_scale.npy"))])
-        .args(["--out".into(), out_dir.display().to_string(), "--from-bytes".into()])
+        .args([
+            "--out".into(),
+            out_dir.display().to_string(),
+            "--from-bytes".into(),
+        ])
         .output()
         .expect("run valgrind");
     assert_success("run.c under memcheck", &out);
@@ -60,7 +70,12 @@ fn transformer_is_clean_under_memcheck() {
 fn error_paths_are_clean_under_memcheck() {
     let Some(mut cmd) = valgrind() else { return };
     let exe = scratch("bin").join("errors_memcheck");
-    compile(&[root().join("mlx-c/tests/c/errors.c")], &exe, false, Link::Shared);
+    compile(
+        &[root().join("mlx-c/tests/c/errors.c")],
+        &exe,
+        false,
+        Link::Shared,
+    );
     let garbage = scratch("memcheck_errors").join("garbage.mlxfn");
     std::fs::write(&garbage, b"not a function").unwrap();
     let out = cmd

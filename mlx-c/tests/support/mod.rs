@@ -26,7 +26,13 @@ pub fn lib_dir() -> PathBuf {
         .into_iter()
         .flatten()
     {
-        if dir.join(format!("{}mlxc{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)).exists()
+        if dir
+            .join(format!(
+                "{}mlxc{}",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            ))
+            .exists()
             && dir.join("libmlxc.a").exists()
         {
             return dir;
@@ -40,7 +46,9 @@ pub fn lib_dir() -> PathBuf {
 
 /// A scratch directory for this test binary's programs and outputs.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlx-c").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("mlx-c")
+        .join(name);
     std::fs::create_dir_all(&dir).expect("scratch directory");
     dir
 }
@@ -82,8 +90,15 @@ pub fn compile(sources: &[PathBuf], out: &Path, cpp: bool, link: Link) {
         Link::Static => {
             // What `rustc --print native-static-libs` lists for a staticlib
             // on Linux.
-            cmd.arg(lib.join("libmlxc.a"))
-                .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]);
+            cmd.arg(lib.join("libmlxc.a")).args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
         }
     }
     let result = cmd.output().expect("run the system C compiler");
@@ -99,7 +114,12 @@ pub fn run_c() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
         let exe = scratch("bin").join("run");
-        compile(&[root().join("examples/c/run.c")], &exe, false, Link::Shared);
+        compile(
+            &[root().join("examples/c/run.c")],
+            &exe,
+            false,
+            Link::Shared,
+        );
         exe
     })
 }
@@ -136,23 +156,29 @@ pub fn assert_close(what: &str, got: &Array, want: &Array, rtol: f64, atol: f64)
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     for (i, (g, w)) in values(got).iter().zip(values(want)).enumerate() {
         let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= atol + rtol * w.abs();
-        assert!(ok, "{what}: element {i} is {g}, expected {w} (rtol {rtol}, atol {atol})");
+        assert!(
+            ok,
+            "{what}: element {i} is {g}, expected {w} (rtol {rtol}, atol {atol})"
+        );
     }
 }
 
 /// Runs the C example on every call of an MLX fixture's case.json and
 /// compares each output with the stored one, at the fixture's tolerance.
 pub fn check_fixture(dir: &Path, extra: &[&str]) {
-    let case: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("case.json")).expect("case.json"),
-    )
-    .expect("case.json parses");
+    let case: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).expect("case.json"))
+            .expect("case.json parses");
     let calls = case["calls"].as_array().expect("calls");
     assert!(!calls.is_empty());
     let name = case["name"].as_str().expect("name");
     for (n, call) in calls.iter().enumerate() {
         let out_dir = scratch(&format!("{name}_{n}{}", extra.join("")));
-        let file = |v: &serde_json::Value| dir.join(v["file"].as_str().expect("file")).display().to_string();
+        let file = |v: &serde_json::Value| {
+            dir.join(v["file"].as_str().expect("file"))
+                .display()
+                .to_string()
+        };
         let mut args = vec![file(call)];
         for a in call["args"].as_array().expect("args") {
             args.push(file(a));
@@ -165,15 +191,31 @@ pub fn check_fixture(dir: &Path, extra: &[&str]) {
         args.extend(extra.iter().map(|s| s.to_string()));
         let out = run(run_c(), &args);
         assert_success(&format!("{name} call {n}"), &out);
-        for (i, o) in call["outputs"].as_array().expect("outputs").iter().enumerate() {
-            let want = mlx::io::load_npy(dir.join(o["file"].as_str().expect("file"))).expect("stored output");
-            let got = mlx::io::load_npy(out_dir.join(format!("out{i}.npy"))).expect("the C program's output");
+        for (i, o) in call["outputs"]
+            .as_array()
+            .expect("outputs")
+            .iter()
+            .enumerate()
+        {
+            let want = mlx::io::load_npy(dir.join(o["file"].as_str().expect("file")))
+                .expect("stored output");
+            let got = mlx::io::load_npy(out_dir.join(format!("out{i}.npy")))
+                .expect("the C program's output");
             let (rtol, atol) = if o["exact"].as_bool() == Some(true) {
                 (0.0, 0.0)
             } else {
-                (o["rtol"].as_f64().expect("rtol"), o["atol"].as_f64().expect("atol"))
+                (
+                    o["rtol"].as_f64().expect("rtol"),
+                    o["atol"].as_f64().expect("atol"),
+                )
             };
-            assert_close(&format!("{name} call {n} output {i}"), &got, &want, rtol, atol);
+            assert_close(
+                &format!("{name} call {n} output {i}"),
+                &got,
+                &want,
+                rtol,
+                atol,
+            );
         }
     }
 }
