@@ -62,7 +62,7 @@ impl ArraySlot {
             let data = a.data()?;
             let item = a.dtype().size();
             let start = data.buffer.bytes().as_ptr() as usize + data.offset * item;
-            let usable = data.is_row_contiguous(a.shape()) && start % item == 0;
+            let usable = data.is_row_contiguous(a.shape()) && start.is_multiple_of(item);
             let host = if usable {
                 data
             } else {
