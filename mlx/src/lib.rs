@@ -23,7 +23,6 @@ pub mod dtype;
 mod element;
 mod error;
 pub mod export;
-pub mod fast;
 pub mod fft;
 pub mod io;
 pub mod linalg;
@@ -32,6 +31,7 @@ pub mod ops;
 pub mod primitive;
 pub mod primitives;
 pub mod random;
+pub mod trace_flag;
 pub mod transforms;
 
 pub use array::{Array, Data};
@@ -45,6 +45,8 @@ pub use export::{
     ImportOptions, ImportedFunction,
 };
 pub use mlx_macros::Primitive;
+/// `mlx::fast`: the fused ops, which live with the other ops.
+pub use ops::fast;
 pub use primitive::{ChunkRef, Primitive, PrimitiveState, Spec, StateValue};
 
 /// Re-exported so `dispatch_dtype!` works in user crates.
