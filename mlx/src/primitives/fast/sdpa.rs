@@ -509,7 +509,7 @@ fn fallback_graph(p: &ScaledDotProductAttention, inputs: &[Array]) -> Result<Vec
         *shape.last_mut().expect("rank 4 or 5") = 1;
         scores = ops::concatenate(&[ops::broadcast_to(&sinks, &shape)?, scores], -1)?;
     }
-    scores = ops::softmax(&scores, &[-1], true)?;
+    scores = ops::softmax_precise(&scores, &[-1])?;
     if p.has_sinks {
         let mut start = vec![0; scores.ndim()];
         *start.last_mut().expect("rank 4 or 5") = 1;
@@ -587,7 +587,7 @@ impl ScaledDotProductAttention {
             let col = self.sink_column(&at, primals.last().expect("sinks"))?;
             s = o::concatenate(&[col, s], -1)?;
         }
-        let p = o::softmax(&s, &[-1], true)?;
+        let p = o::softmax_precise(&s, &[-1])?;
         if self.has_sinks {
             let cut = |lo: i32, hi: i32| {
                 o::slice(&p, &[0, 0, 0, 0, lo], &[b, hkv, hq / hkv, lq, hi], &[])
