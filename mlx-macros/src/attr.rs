@@ -23,6 +23,9 @@ pub struct Model {
     /// Path of the `mlx` crate: `#[primitive(crate = "..")]`, default `::mlx`
     /// (for a crate that renamed its dependency).
     pub krate: syn::Path,
+    /// `#[primitive(elementwise)]`: each output element depends only on the
+    /// same element of each input (compile fuses chains of such primitives).
+    pub elementwise: bool,
     pub fields: Vec<Field>,
 }
 
@@ -56,13 +59,14 @@ impl Model {
             );
         }
         let fields = struct_fields(cx, input);
-        let (name, aliases, krate) = primitive_attr(cx, input);
+        let (name, aliases, krate, elementwise) = primitive_attr(cx, input);
         Model {
             ident: input.ident.clone(),
             generics: input.generics.clone(),
             name,
             aliases,
             krate,
+            elementwise,
             fields: fields.iter().filter_map(|f| field(cx, f)).collect(),
         }
     }
@@ -99,9 +103,11 @@ fn struct_fields<'a>(cx: &mut Ctxt, input: &'a DeriveInput) -> Vec<&'a syn::Fiel
     }
 }
 
-/// `#[primitive(name = "..", aliases("..", ..), crate = "..")]` on the struct.
-fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, syn::Path) {
+/// `#[primitive(name = "..", aliases("..", ..), crate = "..", elementwise)]`
+/// on the struct (over one attribute or several).
+fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, syn::Path, bool) {
     let mut name: Option<LitStr> = None;
+    let mut elementwise = false;
     let mut aliases = Vec::new();
     let mut krate: Option<syn::Path> = None;
     for attr in input
@@ -125,6 +131,8 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, s
                 let lits = content
                     .parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
                 aliases.extend(lits);
+            } else if meta.path.is_ident("elementwise") {
+                elementwise = true;
             } else if meta.path.is_ident("crate") {
                 let lit: LitStr = meta.value()?.parse()?;
                 if krate.is_some() {
@@ -138,7 +146,7 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, s
                 return Err(unknown_key(
                     &meta,
                     "#[primitive(..)]",
-                    "`name`, `aliases` or `crate`",
+                    "`name`, `aliases`, `crate` or `elementwise`",
                 ));
             }
             Ok(())
@@ -150,7 +158,7 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, s
     let name =
         name.unwrap_or_else(|| LitStr::new(&input.ident.unraw().to_string(), input.ident.span()));
     let krate = krate.unwrap_or_else(|| syn::parse_quote!(::mlx));
-    (name, aliases, krate)
+    (name, aliases, krate, elementwise)
 }
 
 /// One field and its `#[state(..)]` attribute.

@@ -66,6 +66,13 @@ pub fn expand(model: &Model) -> TokenStream {
         };
         quote!(#id: #value)
     });
+    let elementwise = model.elementwise.then(|| {
+        quote!(
+            fn is_elementwise(&self) -> bool {
+                true
+            }
+        )
+    });
     // The user's `impl Primitive` is checked here, at the struct's name.
     let as_primitive = quote_spanned! {ident.span()=>
         fn __as_primitive(__x: #ident) -> ::std::boxed::Box<dyn #p::Primitive> {
@@ -95,6 +102,7 @@ pub fn expand(model: &Model) -> TokenStream {
                     __as_primitive(::core::clone::Clone::clone(self))
                 }
                 fn as_any(&self) -> &dyn ::core::any::Any { self }
+                #elementwise
             }
 
             fn __decode_cbor(

@@ -14,7 +14,8 @@
 //! - `#[primitive(name = "Name", aliases("Other", ..))]` on the struct: the
 //!   registry name (default: the struct's name) and extra names that resolve
 //!   to it. `crate = "path"` names the `mlx` crate when a dependency was
-//!   renamed (default `::mlx`).
+//!   renamed (default `::mlx`). `elementwise`: output element `i` depends
+//!   only on element `i` of each input (compile fuses chains of these).
 //! - `#[state]` on a field: part of the primitive's state, in declaration
 //!   order. `#[state(default)]`: may be missing from a native file (decoded
 //!   as `Default`). `#[state(skip_mlx)]`: not in MLX's wire layout (decoded

@@ -23,14 +23,16 @@ pub mod dtype;
 mod element;
 mod error;
 pub mod export;
-pub mod fast;
+pub mod fft;
 pub mod io;
 pub mod layout;
 pub mod nn;
 pub mod ops;
 pub mod primitive;
 pub mod primitives;
+pub mod random;
 pub mod shape;
+pub mod trace_flag;
 pub mod transforms;
 
 pub use array::Array;
@@ -45,6 +47,8 @@ pub use export::{
 };
 pub use layout::Data;
 pub use mlx_macros::Primitive;
+/// `mlx::fast`: the fused ops, which live with the other ops.
+pub use ops::fast;
 /// The op namespaces live with the other ops (`mlx/src/ops/`); these are
 /// their public paths, as in MLX (`mx.fft`, `mx.linalg`, `mx.random`).
 pub use ops::{fft, linalg, random};

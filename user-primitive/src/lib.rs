@@ -27,8 +27,10 @@ use std::ops::{Add, Neg, Sub};
 /// λ) below, element-wise on a float array.
 ///
 /// The `#[state]` fields are written into exported files and read back on
-/// import; the registry name is `SoftShrink`.
+/// import; the registry name is `SoftShrink`. It is element-wise, so
+/// compiled and imported graphs fuse it into element-wise chains.
 #[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+#[primitive(elementwise)]
 pub struct SoftShrink {
     /// The upper threshold λ: inputs in `[-μ, λ]` become zero.
     #[state]

@@ -1,11 +1,12 @@
 //! Exporting: tracing functions and writing them to a file.
 
+use super::decompose::{decompose_tape, Expand};
 use super::signature::{list, Signature};
 use super::tape::{FunctionTable, Tape};
 use super::{write_table, ExportOptions};
 use crate::primitive::{Spec, StateValue};
+use crate::trace_flag::ShapelessGuard;
 use crate::transforms::simplify::simplify;
-use crate::transforms::trace::ShapelessGuard;
 use crate::transforms::tracing::{trace, ConstantPool};
 use crate::{Array, Error, Kwargs, Result};
 use std::path::{Path, PathBuf};
@@ -153,9 +154,17 @@ impl Traces {
             let _shapeless = shapeless.then(ShapelessGuard::enter);
             trace(|a, k| f(a, k), &arg_specs, &kw_specs, &mut self.pool)?
         };
-        if self.decompose_fast {
+        // Nodes a file cannot hold (a fused chain of an imported function)
+        // are always recorded as their fallbacks; with `decompose_fast`,
+        // every primitive that has one is.
+        let expand = if self.decompose_fast {
+            Expand::AllFallbacks
+        } else {
+            Expand::Unwritable
+        };
+        if tape.entries.iter().any(|e| expand.applies(&*e.primitive)) {
             let constants = self.pool.arrays.clone();
-            tape = super::decompose::decompose_tape(&tape, &constants, &mut self.pool, shapeless)?;
+            tape = decompose_tape(&tape, &constants, &mut self.pool, shapeless, expand)?;
         }
         self.table.constants = self.pool.arrays.clone();
         simplify(&mut tape, &self.table.constants);

@@ -32,8 +32,7 @@ pub use import::{
 pub use signature::Signature;
 pub use tape::{FunctionTable, Tape, TapeEntry, ValueRef};
 
-use crate::primitive::Spec;
-use crate::{Array, Result};
+use crate::Result;
 use std::path::Path;
 
 /// How to export.
@@ -76,11 +75,4 @@ pub fn write_table(path: &Path, table: &FunctionTable, format: Format) -> Result
     }
 }
 
-/// The shape and dtype a value reference stands for.
-pub(crate) fn spec_of_ref(t: &Tape, constants: &[Array], r: &ValueRef) -> Spec {
-    match *r {
-        ValueRef::Input(i) => t.inputs[i].clone(),
-        ValueRef::Constant(i) => constants[i].spec().clone(),
-        ValueRef::Entry { entry, output } => t.entries[entry].outputs[output].clone(),
-    }
-}
+pub(crate) use crate::transforms::tape::spec_of_ref;

@@ -2,7 +2,7 @@
 //! ones_like. Constant fills are MLX's graph: a 0-d constant, a `Broadcast`
 //! to the shape, then a `Full` node that materialises it.
 
-use super::reduce::pending;
+use super::reduce::nodes;
 use super::{broadcast_as, cast_to};
 use crate::primitives::creation::{arange_len, Arange, Full};
 use crate::{Array, Dtype, Error, Result};
@@ -88,7 +88,7 @@ pub fn eye(n: i32, m: Option<i32>, k: i32, dtype: Dtype) -> Result<Array> {
     let rows = arange(r0 as f64, (len + r0) as f64, 1.0, Dtype::Int32)?;
     let cols = arange(c0 as f64, (len + c0) as f64, 1.0, Dtype::Int32)?;
     let ones_ = ones(&[len, 1, 1], dtype)?;
-    pending::scatter(&result, &[rows, cols], &ones_, &[0, 1])
+    nodes::scatter(&result, &[rows, cols], &ones_, &[0, 1])
 }
 
 /// The `n x n` identity matrix.

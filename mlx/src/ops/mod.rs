@@ -9,6 +9,7 @@ pub mod random;
 mod arithmetic;
 mod conv;
 mod creation;
+pub mod fast;
 mod fast_options;
 mod indexing;
 mod math;
@@ -75,7 +76,7 @@ pub(crate) fn promote_and_broadcast(op: &str, a: &Array, b: &Array) -> Result<(A
     let dtype = crate::promote_types(a.dtype(), b.dtype());
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     let (a, b) = (cast_to(a, dtype)?, cast_to(b, dtype)?);
-    if crate::transforms::trace::is_shapeless_tracing() {
+    if crate::trace_flag::is_shapeless_tracing() {
         // Shape-relative form: broadcast each against the other (MLX's dynamic mode).
         let a2 = broadcast_against(&a, &b, &shape)?;
         let b2 = broadcast_against(&b, &a, &shape)?;

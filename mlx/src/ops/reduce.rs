@@ -144,9 +144,9 @@ pub fn var(a: &Array, axes: &[i32], keepdims: bool, ddof: i32) -> Result<Array> 
     let d = super::subtract(a, &mu)?;
     let sq = if dtype.is_complex() {
         dtype = Dtype::Float32;
-        pending::real(&multiply(&d, &pending::conjugate(&d)?)?)?
+        nodes::real(&multiply(&d, &nodes::conjugate(&d)?)?)?
     } else {
-        pending::square(&d)?
+        nodes::square(&d)?
     };
     let v = sum(&sq, &ax, keepdims)?;
     let n = count(a, &ax);
@@ -166,7 +166,7 @@ pub fn var(a: &Array, axes: &[i32], keepdims: bool, ddof: i32) -> Result<Array> 
 
 /// Standard deviation: the square root of [`var`].
 pub fn std(a: &Array, axes: &[i32], keepdims: bool, ddof: i32) -> Result<Array> {
-    pending::sqrt(&var(a, axes, keepdims, ddof)?)
+    nodes::sqrt(&var(a, axes, keepdims, ddof)?)
 }
 
 /// The shared body of argmax and argmin.
@@ -180,7 +180,7 @@ fn arg_reduce(
     let Some(axis) = axis else {
         // Over the flattened array, then shaped like MLX: all axes kept as 1,
         // or a 0-d result.
-        let result = arg_reduce(op, &pending::flatten(a)?, Some(0), true, rt)?;
+        let result = arg_reduce(op, &nodes::flatten(a)?, Some(0), true, rt)?;
         return if keepdims && a.ndim() > 1 {
             super::expand_dims(&result, &(0..a.ndim() as i32 - 1).collect::<Vec<_>>())
         } else if keepdims && a.ndim() == 1 {
@@ -272,7 +272,7 @@ pub fn logsumexp(a: &Array, axes: &[i32], keepdims: bool) -> Result<Array> {
     }
     let maxval = max(a, &sorted, true)?;
     let shifted = super::subtract(a, &maxval)?;
-    let out = pending::log(&sum(&pending::exp(&shifted)?, &sorted, keepdims)?)?;
+    let out = nodes::log(&sum(&nodes::exp(&shifted)?, &sorted, keepdims)?)?;
     let m = if maxval.shape() == out.shape() {
         maxval.clone()
     } else {
@@ -280,7 +280,7 @@ pub fn logsumexp(a: &Array, axes: &[i32], keepdims: bool) -> Result<Array> {
     };
     let out = super::add(&out, &m)?;
     let maxval = finish_keepdims(maxval, &sorted, keepdims)?;
-    pending::where_(&pending::isinf(&maxval)?, &maxval, &out)
+    nodes::where_(&nodes::isinf(&maxval)?, &maxval, &out)
 }
 
 /// Softmax over `axes` (all when empty), MLX's `softmax(a, axes)` with
@@ -317,79 +317,63 @@ fn softmax_with(a: &Array, axes: &[i32], precise: bool) -> Result<Array> {
         a.clone()
     };
     let a_max = super::stop_gradient(&max(&x, &sorted, true)?)?;
-    let ex = pending::exp(&super::subtract(&x, &a_max)?)?;
+    let ex = nodes::exp(&super::subtract(&x, &a_max)?)?;
     let s = sum(&ex, &sorted, true)?;
     // As in MLX, this form gives back the input's dtype: a bool or integer
     // input is shifted by its max in its own dtype and the result cast back.
     cast_to(&super::divide(&ex, &s)?, a.dtype())
 }
 
-/// Ops whose primitives belong to other families (element-wise math,
-/// comparisons, select, flatten, scatter). They build the node through the
-/// primitive registry from MLX's wire state, so this module compiles and
-/// works whether or not those families are linked in; once they are, these
-/// can become plain calls to their ops.
-pub(in crate::ops) mod pending {
+/// The nodes of other families (element-wise math, comparisons, select,
+/// flatten, scatter) that the compositions here build, with the casts and
+/// broadcasts MLX applies, constructed directly.
+pub(in crate::ops) mod nodes {
     use super::{at_least_float, broadcast_as, cast_to};
-    use crate::primitive::{lookup, MlxReader, MlxWriter};
-    use crate::{Array, Dtype, Error, Result};
+    use crate::primitive::Primitive;
+    use crate::primitives::binary::{Equal, LogicalOr, Select};
+    use crate::primitives::indexing::{Scatter, ScatterType};
+    use crate::primitives::shape::Flatten;
+    use crate::primitives::unary::{Conjugate, Exp, Log, LogBase, Real, Sqrt, Square};
+    use crate::{Array, Dtype, Result};
 
-    /// A node of the registered primitive `name` with MLX wire state `state`.
-    pub fn node(
-        name: &str,
-        state: impl FnOnce(&mut MlxWriter),
-        inputs: Vec<Array>,
-    ) -> Result<Array> {
-        let entry = lookup(name).map_err(|_| {
-            Error::unsupported(
-                name,
-                format!("the {name} primitive is not registered in this build"),
-            )
-        })?;
-        let mut w = MlxWriter::new();
-        state(&mut w);
-        let p = (entry.decode_mlx)(&mut MlxReader::new(&w.bytes, name))?;
-        let mut outs = Array::from_primitive_multi(p, inputs)?;
-        outs.truncate(1);
-        outs.pop()
-            .ok_or_else(|| Error::invalid(name, "the primitive has no output"))
+    fn node(p: impl Primitive, inputs: Vec<Array>) -> Result<Array> {
+        Array::from_primitive(p, inputs)
     }
 
-    fn float_unary(name: &str, a: &Array, state: impl FnOnce(&mut MlxWriter)) -> Result<Array> {
-        node(name, state, vec![cast_to(a, at_least_float(a.dtype()))?])
+    fn float_unary(p: impl Primitive, a: &Array) -> Result<Array> {
+        node(p, vec![cast_to(a, at_least_float(a.dtype()))?])
     }
 
     pub fn exp(a: &Array) -> Result<Array> {
-        float_unary("Exp", a, |_| {})
+        float_unary(Exp {}, a)
     }
     pub fn log(a: &Array) -> Result<Array> {
-        // Log base: 0 two, 1 ten, 2 e.
-        float_unary("Log", a, |w| w.i32(2))
+        float_unary(Log { base: LogBase::E }, a)
     }
     pub fn sqrt(a: &Array) -> Result<Array> {
-        float_unary("Sqrt", a, |w| w.bool(false))
+        float_unary(Sqrt { recip: false }, a)
     }
     pub fn square(a: &Array) -> Result<Array> {
-        node("Square", |_| {}, vec![a.clone()])
+        node(Square {}, vec![a.clone()])
     }
     pub fn real(a: &Array) -> Result<Array> {
-        node("Real", |_| {}, vec![a.clone()])
+        node(Real {}, vec![a.clone()])
     }
     pub fn conjugate(a: &Array) -> Result<Array> {
         if a.dtype() != Dtype::Complex64 {
             return Ok(a.clone());
         }
-        node("Conjugate", |_| {}, vec![a.clone()])
+        node(Conjugate {}, vec![a.clone()])
     }
     pub fn equal(a: &Array, b: &Array) -> Result<Array> {
         let (a, b) = crate::ops::promote_and_broadcast("equal", a, b)?;
-        node("Equal", |w| w.bool(false), vec![a, b])
+        node(Equal { equal_nan: false }, vec![a, b])
     }
     pub fn logical_or(a: &Array, b: &Array) -> Result<Array> {
         let shape = crate::shape::broadcast_shapes("logical_or", a.shape(), b.shape())?;
         let a = broadcast_as(&cast_to(a, Dtype::Bool)?, &shape)?;
         let b = broadcast_as(&cast_to(b, Dtype::Bool)?, &shape)?;
-        node("LogicalOr", |_| {}, vec![a, b])
+        node(LogicalOr {}, vec![a, b])
     }
     /// `cond ? x : y` with MLX's casts and broadcasts.
     pub fn where_(cond: &Array, x: &Array, y: &Array) -> Result<Array> {
@@ -403,7 +387,7 @@ pub(in crate::ops) mod pending {
             broadcast_as(&x, &s)?,
             broadcast_as(&y, &s)?,
         ];
-        node("Select", |_| {}, ins)
+        node(Select {}, ins)
     }
     /// Infinite elements (false everywhere for integers and bool).
     pub fn isinf(a: &Array) -> Result<Array> {
@@ -420,10 +404,9 @@ pub(in crate::ops) mod pending {
             0 => crate::ops::reshape(a, &[1]),
             1 => Ok(a.clone()),
             n => node(
-                "Flatten",
-                |w| {
-                    w.i32(0);
-                    w.i32(n as i32 - 1);
+                Flatten {
+                    start_axis: 0,
+                    end_axis: n as i32 - 1,
                 },
                 vec![a.clone()],
             ),
@@ -434,17 +417,10 @@ pub(in crate::ops) mod pending {
         let mut ins = vec![a.clone()];
         ins.extend(indices.iter().cloned());
         ins.push(updates.clone());
-        node(
-            "Scatter",
-            |w| {
-                // Scatter type 4 = None (plain assignment).
-                w.i32(4);
-                w.len(axes.len());
-                for &ax in axes {
-                    w.i32(ax);
-                }
-            },
-            ins,
-        )
+        let p = Scatter {
+            reduce_type: ScatterType::None,
+            axes: axes.to_vec(),
+        };
+        node(p, ins)
     }
 }

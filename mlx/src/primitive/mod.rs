@@ -8,7 +8,10 @@
 //! `#[state]` fields are the primitive's state, in MLX's wire order;
 //! `#[state(default)]` may be missing from a native file, `#[state(skip_mlx)]`
 //! is not in MLX's layout; other fields are caches rebuilt with `Default`.
-//! `#[primitive(name = "..", aliases(..))]` sets the registry names. A crate
+//! `#[primitive(name = "..", aliases(..))]` sets the registry names;
+//! `#[primitive(elementwise)]` marks a primitive whose output element `i`
+//! depends only on element `i` of each input, so that compiled and imported
+//! graphs fuse it into element-wise chains. A crate
 //! outside `mlx` defines primitives the same way:
 //!
 //! ```
@@ -57,7 +60,7 @@ pub use state::{
 };
 pub use wire::{MlxReader, MlxWriter};
 
-use crate::{Array, Data, Dtype, Error, Result};
+use crate::{Array, Data, Dtype, Result};
 use std::any::Any;
 use std::fmt::Debug;
 
@@ -100,6 +103,12 @@ pub trait PrimitiveState: Send + Sync + Debug + 'static {
     fn clone_boxed(&self) -> Box<dyn Primitive>;
     /// For downcasting to the concrete struct.
     fn as_any(&self) -> &dyn Any;
+    /// Whether each output element depends only on the same element of each
+    /// input (`#[primitive(elementwise)]`): `compile` and imported traces
+    /// fuse chains of such primitives into one pass.
+    fn is_elementwise(&self) -> bool {
+        false
+    }
 }
 
 /// One operand of a fused chunk: the chunk's elements of `dtype` in order,
@@ -142,8 +151,19 @@ pub trait Primitive: PrimitiveState {
         None
     }
 
+    /// The same computation as a graph of plain primitives on `inputs`
+    /// (MLX's `fast::Custom` fallback), for primitives that stand for such a
+    /// graph: fused kernels and fused chains. `None`: the primitive is itself
+    /// plain. Transforms without a hand rule differentiate the fallback, and
+    /// the export rewrite records it where a file must not hold the node.
+    fn fallback(&self, inputs: &[Array]) -> Option<Result<Vec<Array>>> {
+        let _ = inputs;
+        None
+    }
+
     /// Vector-Jacobian product: cotangents of the inputs listed in `argnums`,
-    /// given the cotangents of every output.
+    /// given the cotangents of every output. By default, that of the
+    /// [`fallback`](Primitive::fallback) graph (not differentiable without one).
     fn vjp(
         &self,
         primals: &[Array],
@@ -151,15 +171,15 @@ pub trait Primitive: PrimitiveState {
         argnums: &[usize],
         outputs: &[Array],
     ) -> Result<Vec<Array>> {
-        let _ = (primals, cotangents, argnums, outputs);
-        Err(Error::NotDifferentiable(self.name().to_string()))
+        let _ = outputs;
+        crate::transforms::fallback_vjp(self, primals, cotangents, argnums)
     }
 
     /// Jacobian-vector product: tangents of every output, given tangents of
-    /// the inputs listed in `argnums`.
+    /// the inputs listed in `argnums`. By default, that of the
+    /// [`fallback`](Primitive::fallback) graph (not differentiable without one).
     fn jvp(&self, primals: &[Array], tangents: &[Array], argnums: &[usize]) -> Result<Vec<Array>> {
-        let _ = (primals, tangents, argnums);
-        Err(Error::NotDifferentiable(self.name().to_string()))
+        crate::transforms::fallback_jvp(self, primals, tangents, argnums)
     }
 
     /// Whether `output_specs` gives the right answer for inputs of shapes

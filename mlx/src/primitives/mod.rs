@@ -8,7 +8,6 @@ pub mod creation;
 pub mod custom_kernel;
 pub mod factor;
 pub mod fast;
-mod fast_grad;
 pub mod fft;
 pub(crate) mod grad;
 pub(crate) mod grad_util;
@@ -16,13 +15,18 @@ pub mod hadamard;
 pub mod indexing;
 pub mod linalg;
 pub mod masked_mm;
-pub mod norm_vjp;
 pub mod quantized;
 pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod sort_scan;
 pub mod unary;
+
+/// The backward primitives of the fused normalisations, at their former
+/// path (they live with their forward primitives in [`fast`]).
+pub mod norm_vjp {
+    pub use super::fast::{LayerNormVJP, RMSNormVJP};
+}
 
 use crate::primitive::Spec;
 use crate::{Error, Result};

@@ -2,9 +2,10 @@
 //! [`value_and_grad`]) and forward mode ([`jvp`]), driven by each
 //! primitive's `vjp` / `jvp` rule over the lazy graph the function builds.
 
-use super::trace::{is_tracing, TraceGuard};
 use crate::array::Node;
+use crate::primitive::Primitive;
 use crate::primitives::grad::zeros as zeros_of;
+use crate::trace_flag::{is_tracing, TraceGuard};
 use crate::{Array, Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -280,13 +281,7 @@ where
         }
         // Differentiate only the selected arguments; the rest are constants.
         let primals: Vec<Array> = argnums.iter().map(|&i| args[i].clone()).collect();
-        let g = |sel: &[Array]| {
-            let mut full = args.to_vec();
-            for (&i, a) in argnums.iter().zip(sel) {
-                full[i] = a.clone();
-            }
-            f(&full)
-        };
+        let g = |sel: &[Array]| f(&with_selected(args, &argnums, sel));
         vjp_with(g, &primals, |outputs| {
             let first = outputs
                 .first()
@@ -320,4 +315,46 @@ where
 {
     let vg = value_and_grad(f, argnums);
     move |args: &[Array]| vg(args).map(|(_, g)| g)
+}
+
+/// `primals` with the entries listed in `argnums` replaced by `sel`.
+fn with_selected(primals: &[Array], argnums: &[usize], sel: &[Array]) -> Vec<Array> {
+    let mut full = primals.to_vec();
+    for (&i, a) in argnums.iter().zip(sel) {
+        full[i] = a.clone();
+    }
+    full
+}
+
+/// `p`'s fallback graph on `inputs`, or `NotDifferentiable` naming `p`
+/// when it has none.
+fn fallback_of<P: Primitive + ?Sized>(p: &P, inputs: &[Array]) -> Result<Vec<Array>> {
+    p.fallback(inputs)
+        .unwrap_or_else(|| Err(Error::NotDifferentiable(p.name().to_string())))
+}
+
+/// The default [`Primitive::vjp`]: the vector-Jacobian product of `p`'s
+/// fallback graph with respect to the inputs listed in `argnums`.
+pub(crate) fn fallback_vjp<P: Primitive + ?Sized>(
+    p: &P,
+    primals: &[Array],
+    cotangents: &[Array],
+    argnums: &[usize],
+) -> Result<Vec<Array>> {
+    let sel: Vec<Array> = argnums.iter().map(|&i| primals[i].clone()).collect();
+    let f = |s: &[Array]| fallback_of(p, &with_selected(primals, argnums, s));
+    vjp(f, &sel, cotangents).map(|(_, g)| g)
+}
+
+/// The default [`Primitive::jvp`]: the Jacobian-vector product of `p`'s
+/// fallback graph, given tangents of the inputs listed in `argnums`.
+pub(crate) fn fallback_jvp<P: Primitive + ?Sized>(
+    p: &P,
+    primals: &[Array],
+    tangents: &[Array],
+    argnums: &[usize],
+) -> Result<Vec<Array>> {
+    let sel: Vec<Array> = argnums.iter().map(|&i| primals[i].clone()).collect();
+    let f = |s: &[Array]| fallback_of(p, &with_selected(primals, argnums, s));
+    jvp(f, &sel, tangents).map(|(_, t)| t)
 }

@@ -3,10 +3,10 @@
 
 use super::fuse::fuse;
 use super::simplify::simplify;
-use super::trace::is_tracing;
+use super::tape::Tape;
 use super::tracing::{replay, trace, ConstantPool};
-use crate::export::Tape;
 use crate::primitive::Spec;
+use crate::trace_flag::is_tracing;
 use crate::{Array, Dtype, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Evaluation: a topological walk of the pending graph, run node by node.
 
-use super::trace::is_tracing;
 use crate::array::{lock, Node, State};
+use crate::trace_flag::is_tracing;
 use crate::{Array, Error, Result};
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};

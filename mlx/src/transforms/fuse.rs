@@ -3,73 +3,15 @@
 //! entry that walks the output in cache-sized chunks, running every step on
 //! chunk-sized views, so no full-size intermediate buffer is ever made.
 
+use super::tape::{spec_of_ref, Tape, TapeEntry, ValueRef};
 use crate::array::Data;
 use crate::buffer::Buffer;
-use crate::export::{Tape, TapeEntry, ValueRef};
 use crate::primitive::{ChunkRef, MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::{Array, Error, Result};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// Primitives that compute each output element from the same element of
-/// each input (all inputs already have the output's shape).
-pub const ELEMENTWISE: &[&str] = &[
-    "Abs",
-    "Add",
-    "ArcCos",
-    "ArcCosh",
-    "ArcSin",
-    "ArcSinh",
-    "ArcTan",
-    "ArcTan2",
-    "ArcTanh",
-    "AsType",
-    "BitwiseBinary",
-    "Ceil",
-    "Conjugate",
-    "Cos",
-    "Cosh",
-    "Divide",
-    "Equal",
-    "Erf",
-    "ErfInv",
-    "Exp",
-    "Expm1",
-    "Floor",
-    "FloorDivide",
-    "Greater",
-    "GreaterEqual",
-    "Imag",
-    "Less",
-    "LessEqual",
-    "Log",
-    "Log1p",
-    "LogAddExp",
-    "LogicalAnd",
-    "LogicalNot",
-    "LogicalOr",
-    "Maximum",
-    "Minimum",
-    "Multiply",
-    "Negative",
-    "NotEqual",
-    "Power",
-    "Real",
-    "Remainder",
-    "Round",
-    "Select",
-    "Sigmoid",
-    "Sign",
-    "Sin",
-    "Sinh",
-    "Sqrt",
-    "Square",
-    "Subtract",
-    "Tan",
-    "Tanh",
-];
 
 /// Elements per chunk: small enough that a chunk of every step stays in cache.
 const CHUNK: usize = 8192;
@@ -414,8 +356,37 @@ impl Primitive for Fused {
         Ok(vec![Data::contiguous(buf, &out.shape)])
     }
 
+    /// The steps as plain primitives: what transforms differentiate.
+    fn fallback(&self, inputs: &[Array]) -> Option<Result<Vec<Array>>> {
+        Some(self.unfused(inputs))
+    }
+
     fn is_equivalent(&self, _other: &dyn Primitive) -> bool {
         false
+    }
+}
+
+impl Fused {
+    /// The chain rebuilt on `inputs` one plain node per step.
+    fn unfused(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let mut results: Vec<Array> = Vec::with_capacity(self.steps.len());
+        for (p, ops) in self.steps.iter() {
+            let args = ops
+                .iter()
+                .map(|o| match *o {
+                    Operand::Input(i) => inputs.get(i).cloned().ok_or_else(|| {
+                        Error::invalid(
+                            "Compiled",
+                            format!("a step reads input {i} of {}", inputs.len()),
+                        )
+                    }),
+                    Operand::Step(j) => Ok(results[j].clone()),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let mut out = Array::from_primitive_multi(p.clone(), args)?;
+            results.push(out.remove(0));
+        }
+        Ok(results.pop().into_iter().collect())
     }
 }
 
@@ -436,8 +407,8 @@ pub fn fuse(tape: &mut Tape, constants: &[Array]) {
             readers[*entry] += 2; // never absorbed
         }
     }
-    let is_ew = |e: &TapeEntry| ELEMENTWISE.contains(&e.primitive.name()) && e.outputs.len() == 1;
-    let spec_of = |t: &Tape, r: &ValueRef| crate::export::spec_of_ref(t, constants, r);
+    let is_ew = |e: &TapeEntry| e.primitive.is_elementwise() && e.outputs.len() == 1;
+    let spec_of = |t: &Tape, r: &ValueRef| spec_of_ref(t, constants, r);
     // absorbed[k]: entry k is computed inside a later fused entry.
     let mut absorbed = vec![false; n];
     let mut new_entries: Vec<Option<TapeEntry>> = vec![None; n];

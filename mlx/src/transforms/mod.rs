@@ -6,9 +6,13 @@ mod compile;
 mod eval;
 pub mod fuse;
 pub mod simplify;
-pub mod trace;
+pub mod tape;
 pub mod tracing;
 
+/// The tracing flags, at their former path.
+pub use crate::trace_flag as trace;
+
+pub(crate) use autodiff::{fallback_jvp, fallback_vjp};
 pub use autodiff::{grad, jvp, value_and_grad, vjp};
 pub use compile::{compile, compile_shapeless};
 pub use eval::eval;

@@ -3,7 +3,7 @@
 //! shared, equivalent entries with the same inputs are merged (common
 //! subexpression elimination), and entries no output needs are removed.
 
-use crate::export::{Tape, TapeEntry, ValueRef};
+use super::tape::{Tape, TapeEntry, ValueRef};
 use crate::Array;
 use std::collections::HashMap;
 

@@ -1,10 +1,10 @@
 //! Tracing: run a function on placeholder inputs and record the lazy graph
 //! it builds as a [`Tape`]. Shared by export and compile.
 
-use super::trace::TraceGuard;
+use super::tape::{Tape, TapeEntry, ValueRef};
 use crate::array::Node;
-use crate::export::{Tape, TapeEntry, ValueRef};
 use crate::primitive::Spec;
+use crate::trace_flag::TraceGuard;
 use crate::{Array, Error, Kwargs, Result};
 use std::collections::HashMap;
 use std::sync::Arc;

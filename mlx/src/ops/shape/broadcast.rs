@@ -3,7 +3,7 @@
 
 use crate::primitives::shape::{Broadcast, BroadcastAxes};
 use crate::shape::broadcast_shapes;
-use crate::transforms::trace::is_shapeless_tracing;
+use crate::trace_flag::is_shapeless_tracing;
 use crate::{Array, Error, Result};
 
 /// `a` broadcast to `shape` (numpy rules).

@@ -1,4 +1,8 @@
-//! The tracing flag: while a function is traced, evaluating is an error.
+//! The tracing flags of this thread: while a function is traced,
+//! evaluating is an error, and while it is traced for a shapeless export,
+//! ops record broadcasts against their operands. A leaf module (it imports
+//! nothing from the crate), so ops and arrays read the flags without
+//! depending on `transforms`.
 
 use std::cell::Cell;
 
