@@ -10,3 +10,5 @@ mod autodiff_fixtures;
 mod autodiff_ops;
 mod compile;
 mod graph;
+mod imported;
+mod primitive_facts;
