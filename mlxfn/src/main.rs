@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 success, 1 failure, 2 usage error.
 
+mod generate;
 mod inputs;
 mod inspect;
 mod run;
@@ -57,6 +58,33 @@ enum Cmd {
     },
     /// Parse everything and check every checksum; exit 0 if sound, 1 if not.
     Verify { file: PathBuf },
+    /// Generate text with a language model exported by tools/export_llm.py.
+    Generate {
+        /// The export folder (model.mlxfn + tokenizer files).
+        dir: PathBuf,
+        #[arg(long)]
+        prompt: String,
+        #[arg(long, default_value_t = 256)]
+        max_tokens: usize,
+        /// Sampling temperature; 0 is greedy.
+        #[arg(long, default_value_t = 0.0)]
+        temp: f64,
+        #[arg(long, default_value_t = 0.0)]
+        top_p: f64,
+        #[arg(long, default_value_t = 0)]
+        top_k: usize,
+        #[arg(long, default_value_t = 0.0)]
+        min_p: f64,
+        /// Seed of the random draws (the same seed gives mlx-lm's tokens).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print one JSON object (prompt_tokens, tokens, text, prompt_tps, generation_tps).
+        #[arg(long)]
+        json: bool,
+        /// Encode the prompt as plain text even when the tokenizer has a chat template.
+        #[arg(long)]
+        no_chat_template: bool,
+    },
     /// Write a trace's graph as Graphviz DOT (or SVG through Graphviz's `dot`).
     Dot {
         file: PathBuf,
@@ -121,6 +149,33 @@ fn main() -> ExitCode {
             decompose_fast,
         } => convert(&input, &output, to, decompose_fast),
         Cmd::Verify { file } => verify(&file),
+        Cmd::Generate {
+            dir,
+            prompt,
+            max_tokens,
+            temp,
+            top_p,
+            top_k,
+            min_p,
+            seed,
+            json,
+            no_chat_template,
+        } => generate::generate(
+            &dir,
+            &prompt,
+            generate::Args {
+                max_tokens,
+                sampling: mlx_llm::Sampling {
+                    temp,
+                    top_p,
+                    min_p,
+                    top_k,
+                    seed,
+                },
+                json,
+                chat_template: !no_chat_template,
+            },
+        ),
         Cmd::Dot {
             file,
             out,
