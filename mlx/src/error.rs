@@ -96,6 +96,20 @@ pub enum Error {
     #[error("export: {0}")]
     Export(String),
 
+    /// A cap of [`ImportOptions`](crate::ImportOptions) (or the address
+    /// space) would be passed: named so a server knows which one to raise.
+    #[error("{what} needs {found} but `{cap}` allows {limit}")]
+    LimitExceeded {
+        cap: String,
+        what: String,
+        found: u64,
+        limit: u64,
+    },
+
+    /// The allocator could not provide memory for an array.
+    #[error("out of memory: {what} needs {bytes} bytes, which could not be allocated")]
+    OutOfMemory { what: String, bytes: u64 },
+
     /// An I/O failure where no path is known (`?` on a `std::io::Error`).
     #[error("I/O error: {0}")]
     IoError(#[from] std::io::Error),

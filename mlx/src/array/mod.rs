@@ -147,6 +147,18 @@ impl Array {
     ) -> Result<Vec<Array>> {
         let in_specs: Vec<Spec> = inputs.iter().map(|a| a.spec().clone()).collect();
         let specs = primitive.output_specs(&in_specs)?;
+        // Shape rules take sizes from files: no output may be unaddressable.
+        for s in &specs {
+            if s.checked_nbytes().is_none_or(|n| n > isize::MAX as usize) {
+                return Err(Error::invalid(
+                    primitive.name(),
+                    format!(
+                        "an output of {} {:?} has a negative dimension or more bytes than memory can address",
+                        s.dtype, s.shape
+                    ),
+                ));
+            }
+        }
         Ok(Array::with_specs(primitive, inputs, specs))
     }
 

@@ -41,17 +41,49 @@ impl std::fmt::Debug for Buffer {
 
 /// `blocks` zeroed blocks straight from the allocator: large ones come as
 /// fresh zero pages the OS maps on first touch, with no zero-filling pass.
-fn fresh_blocks(blocks: usize) -> Vec<Block> {
-    let layout = std::alloc::Layout::array::<Block>(blocks).expect("buffer size overflows");
+/// `None` when the size overflows or the allocator has no memory for it.
+fn try_fresh_blocks(blocks: usize) -> Option<Vec<Block>> {
+    let layout = std::alloc::Layout::array::<Block>(blocks).ok()?;
     // SAFETY: the layout has non-zero size (blocks >= 1); an all-zero Block
     // is a valid value, and the vector takes ownership of the allocation
     // made with Block's layout.
     unsafe {
         let ptr = std::alloc::alloc_zeroed(layout) as *mut Block;
         if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            return None;
         }
-        Vec::from_raw_parts(ptr, blocks, blocks)
+        Some(Vec::from_raw_parts(ptr, blocks, blocks))
+    }
+}
+
+/// [`try_fresh_blocks`] for the infallible constructors. A failure unwinds
+/// (it does not abort, as `handle_alloc_error` would): evaluation turns it
+/// into [`Error::OutOfMemory`](crate::Error::OutOfMemory).
+fn fresh_blocks(blocks: usize) -> Vec<Block> {
+    try_fresh_blocks(blocks)
+        .unwrap_or_else(|| std::panic::panic_any(OutOfMemory(blocks.saturating_mul(BUFFER_ALIGN))))
+}
+
+/// The panic payload of a failed buffer allocation: the bytes asked for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutOfMemory(pub usize);
+
+/// Checks that `nbytes` can be allocated now, without keeping them: a
+/// fresh allocation of untouched pages is mapped and unmapped, no memory is
+/// written. Evaluation asks before each large output, so a size the
+/// machine (or an address-space limit) cannot hold is an `Err` before a
+/// kernel starts, where its own temporaries would abort the process.
+pub(crate) fn check_allocatable(nbytes: usize) -> crate::Result<()> {
+    let blocks = nbytes.div_ceil(BUFFER_ALIGN).max(1);
+    match try_fresh_blocks(blocks) {
+        Some(v) => {
+            drop(v);
+            Ok(())
+        }
+        None => Err(crate::Error::OutOfMemory {
+            what: "an array".into(),
+            bytes: nbytes as u64,
+        }),
     }
 }
 
@@ -73,13 +105,24 @@ impl Buffer {
 
     /// A zero-filled buffer of `nbytes` bytes.
     pub fn zeroed(nbytes: usize) -> Buffer {
+        Buffer::try_zeroed(nbytes).unwrap_or_else(|_| std::panic::panic_any(OutOfMemory(nbytes)))
+    }
+
+    /// [`Buffer::zeroed`], or [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+    /// when the allocator has no memory for it.
+    pub fn try_zeroed(nbytes: usize) -> crate::Result<Buffer> {
         let blocks = nbytes.div_ceil(BUFFER_ALIGN).max(1);
         match cache::take(blocks) {
             Some(mut v) => {
                 v.fill(Block([0; BUFFER_ALIGN]));
-                Buffer::heap(v, nbytes)
+                Ok(Buffer::heap(v, nbytes))
             }
-            None => Buffer::heap(fresh_blocks(blocks), nbytes),
+            None => try_fresh_blocks(blocks)
+                .map(|v| Buffer::heap(v, nbytes))
+                .ok_or_else(|| crate::Error::OutOfMemory {
+                    what: "a buffer".into(),
+                    bytes: nbytes as u64,
+                }),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Importing: reading a file into an [`ImportedFunction`] that can be called.
 
+use super::checks::{check_recorded_specs, check_table, Cost};
 use super::native::{self, ConstantRecord, Source};
 use super::signature::{list, Signature};
 use super::tape::{FunctionTable, Tape, ValueRef};
@@ -26,6 +27,27 @@ pub struct ImportOptions {
     /// saves one pass over every constant on first use, about as long as a
     /// batch-1 product with those constants, but damage goes unnoticed.
     pub verify_checksums: bool,
+    /// Caps on what a file may make this process hold or do, for servers
+    /// that import strangers' files: each is checked before anything is
+    /// allocated or run, and an error names the cap it would pass. The
+    /// defaults are far above what real models need (a 7B-parameter model
+    /// in float32 holds 28 GB of constants and a few thousand nodes).
+    ///
+    /// Largest single constant, in bytes (default 64 GiB).
+    pub max_constant_bytes: u64,
+    /// All constants of the file together, in bytes (default 1 TiB).
+    pub max_total_constant_bytes: u64,
+    /// Tape entries over all the file's functions (default 2^22).
+    pub max_nodes: u64,
+    /// Largest array one entry of a call may produce, in bytes (default
+    /// 16 GiB). Views (broadcasts) count at their full size: whoever reads
+    /// the result materialises it.
+    pub max_intermediate_bytes: u64,
+    /// Elementary operations of one call, summed over its entries as
+    /// [`Primitive::work`](crate::Primitive::work) counts them: elements
+    /// touched, multiply-adds for products (default 2^47, a 7B-parameter
+    /// model over some 10,000 tokens).
+    pub max_work: u64,
 }
 
 impl Default for ImportOptions {
@@ -34,6 +56,11 @@ impl Default for ImportOptions {
             mmap: true,
             strict: true,
             verify_checksums: true,
+            max_constant_bytes: 1 << 36,
+            max_total_constant_bytes: 1 << 40,
+            max_nodes: 1 << 22,
+            max_intermediate_bytes: 1 << 34,
+            max_work: 1 << 47,
         }
     }
 }
@@ -54,6 +81,11 @@ pub struct ImportedFunction {
     /// For each trace, the constants what a call replays reads: the ones
     /// checked before the call (walked once here, not on every call).
     constants_used: Vec<Vec<usize>>,
+    /// The caps calls are held to (see [`ImportOptions`]).
+    caps: ImportOptions,
+    /// Fixed-shape files: what a call of each trace allocates and computes,
+    /// from the recorded specs (shapeless calls are measured as they come).
+    costs: Vec<Cost>,
 }
 
 /// The constants a tape reads, each once, in order.
@@ -118,10 +150,12 @@ pub fn import_function_from_bytes(
 fn import_source(src: Source, name: String, opts: &ImportOptions) -> Result<ImportedFunction> {
     if !src.bytes().starts_with(native::MAGIC) {
         let table = super::mlx::decode(src.bytes(), &name, opts.strict)?;
-        return Ok(ImportedFunction::new(table, Format::Mlx, name, Vec::new()));
+        check_table(&table, opts)?;
+        return Ok(ImportedFunction::new(table, Format::Mlx, name, Vec::new()).with_caps(opts));
     }
     let verify_now = matches!(src, Source::Bytes(_));
     let decoded = native::decode(&src, &name)?;
+    check_table(&decoded.table, opts)?;
     let checks = if opts.verify_checksums {
         decoded
             .records
@@ -131,7 +165,7 @@ fn import_source(src: Source, name: String, opts: &ImportOptions) -> Result<Impo
     } else {
         Vec::new()
     };
-    let f = ImportedFunction::new(decoded.table, Format::Native, name, checks);
+    let f = ImportedFunction::new(decoded.table, Format::Native, name, checks).with_caps(opts);
     if verify_now {
         for i in 0..f.checks.len() {
             f.verify(i)?;
@@ -153,6 +187,8 @@ impl ImportedFunction {
             .map(|t| Signature::of_tape(t, table.shapeless))
             .collect();
         let version = table.writer_version.clone();
+        // A trace whose recorded specs do not follow is not fused: its
+        // calls replay the file's own graph and fail where `verify` does.
         let runnable = if table.shapeless {
             Vec::new()
         } else {
@@ -161,9 +197,20 @@ impl ImportedFunction {
                 .iter()
                 .map(|t| {
                     let mut t = t.clone();
-                    fuse(&mut t, &table.constants);
+                    if check_recorded_specs(&t, &table.constants).is_ok() {
+                        fuse(&mut t, &table.constants);
+                    }
                     t
                 })
+                .collect()
+        };
+        let costs = if table.shapeless {
+            Vec::new()
+        } else {
+            table
+                .functions
+                .iter()
+                .map(|t| Cost::of_tape(t, &table.constants))
                 .collect()
         };
         let constants_used = (0..table.functions.len())
@@ -178,7 +225,14 @@ impl ImportedFunction {
             version,
             runnable,
             constants_used,
+            caps: ImportOptions::default(),
+            costs,
         }
+    }
+
+    fn with_caps(mut self, opts: &ImportOptions) -> ImportedFunction {
+        self.caps = opts.clone();
+        self
     }
 
     /// Calls the trace whose signature matches `args`.
@@ -196,6 +250,9 @@ impl ImportedFunction {
                 signatures: list(&self.signatures),
             });
         };
+        if let Some(cost) = self.costs.get(i) {
+            cost.check(&self.caps)?;
+        }
         for &c in &self.constants_used[i] {
             self.verify(c)?;
         }
@@ -205,7 +262,11 @@ impl ImportedFunction {
             .cloned()
             .chain(kwargs.values().cloned())
             .collect();
-        replay(tape, &self.table.constants, &inputs, self.table.shapeless)
+        let outputs = replay(tape, &self.table.constants, &inputs, self.table.shapeless)?;
+        if self.table.shapeless {
+            Cost::of_graph(&outputs).check(&self.caps)?;
+        }
+        Ok(outputs)
     }
 
     /// Checks constant `i` against its checksum once; later calls reuse the verdict.

@@ -9,6 +9,7 @@
 //! The native format is described in [`native`]; MLX's in [`mlx`].
 
 mod atomic;
+mod checks;
 pub mod checksum;
 mod decompose;
 mod dot;

@@ -281,6 +281,7 @@ pub fn decode(src: &Source, path: &str) -> Result<Decoded> {
         ciborium::from_reader(hbytes).map_err(|e| err(format!("bad header: {e}")))?;
     let data_start = align(PREAMBLE + hlen as usize);
 
+    check_disjoint(&header.constants).map_err(err)?;
     let mut constants = Vec::with_capacity(header.constants.len());
     for (i, c) in header.constants.iter().enumerate() {
         constants.push(load_constant(src, data_start, i, c).map_err(err)?);
@@ -302,6 +303,28 @@ pub fn decode(src: &Source, path: &str) -> Result<Decoded> {
         records: header.constants,
         format_version: version,
     })
+}
+
+/// Constants never share bytes (the writer lays them out one after the
+/// other): records that overlap are a forged file.
+fn check_disjoint(records: &[ConstantRecord]) -> std::result::Result<(), String> {
+    let mut by_offset: Vec<(u64, u64, usize)> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.length > 0)
+        .map(|(i, c)| (c.offset, c.offset.saturating_add(c.length), i))
+        .collect();
+    by_offset.sort_unstable();
+    for w in by_offset.windows(2) {
+        let ((_, end_a, a), (start_b, _, b)) = (w[0], w[1]);
+        if start_b < end_a {
+            let (a, b) = (a.min(b), a.max(b));
+            return Err(format!(
+                "constant {b} overlaps constant {a} (bytes {start_b}.. of the data section are claimed twice)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn spec_of(s: &SpecRecord) -> std::result::Result<Spec, String> {
@@ -380,7 +403,7 @@ fn decode_function(f: &FunctionRecord, n_constants: usize) -> std::result::Resul
         .iter()
         .map(spec_of)
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    if f.positional + f.kwarg_names.len() != inputs.len() {
+    if f.positional.checked_add(f.kwarg_names.len()) != Some(inputs.len()) {
         return Err(format!(
             "{} positional + {} keyword inputs, but {} input specs",
             f.positional,

@@ -102,6 +102,16 @@ pub(crate) fn conv_out_shape(
 }
 
 impl Primitive for Convolution {
+    /// Each output element sums over one kernel window of every input
+    /// channel in its group: the weight's elements per output channel.
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        let per_output = inputs.get(1).map_or(1, |w| {
+            let o = w.shape.first().map_or(1, |&o| o.max(1) as u64);
+            (w.size() as u64 / o).max(1)
+        });
+        let out = outputs.first().map_or(0, |o| o.size() as u64);
+        out.saturating_mul(per_output)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("Convolution", inputs, 2)?;
         let (x, w) = (&inputs[0], &inputs[1]);

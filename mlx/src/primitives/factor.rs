@@ -128,6 +128,9 @@ fn complex(v: &[factor::C64], spec: &Spec) -> Data {
 }
 
 impl Primitive for Cholesky {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::cubic_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         check_matrix("Cholesky", inputs, true)?;
         Ok(vec![inputs[0].clone()])
@@ -147,6 +150,9 @@ impl Primitive for Cholesky {
 }
 
 impl Primitive for Inverse {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::cubic_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         check_matrix("Inverse", inputs, true)?;
         Ok(vec![inputs[0].clone()])
@@ -181,6 +187,9 @@ impl Primitive for Inverse {
 }
 
 impl Primitive for QRF {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::cubic_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let (_, m, n) = check_matrix("QRF", inputs, false)?;
         let k = m.min(n) as i32;
@@ -206,6 +215,9 @@ impl Primitive for QRF {
 }
 
 impl Primitive for SVD {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::cubic_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let (_, m, n) = check_matrix("SVD", inputs, false)?;
         let a = &inputs[0];
@@ -254,6 +266,9 @@ fn eigen_specs(a: &Spec, values: Dtype, vectors: Option<Dtype>) -> Vec<Spec> {
 }
 
 impl Primitive for Eigh {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::cubic_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         check_matrix("Eigh", inputs, true)?;
         if self.uplo != "L" && self.uplo != "U" {
@@ -287,6 +302,9 @@ impl Primitive for Eigh {
 }
 
 impl Primitive for Eig {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::cubic_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         check_matrix("Eig", inputs, true)?;
         let c = Dtype::Complex64;

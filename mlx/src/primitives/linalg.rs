@@ -112,6 +112,9 @@ fn eval_product(
 }
 
 impl Primitive for Matmul {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::product_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("Matmul", inputs, 2)?;
         Ok(vec![product_spec("Matmul", &inputs[0], &inputs[1])?])
@@ -188,6 +191,9 @@ fn product_jvp(
 }
 
 impl Primitive for AddMM {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::product_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("AddMM", inputs, 3)?;
         let spec = product_spec("AddMM", &inputs[0], &inputs[1])?;

@@ -98,6 +98,9 @@ fn matrix_offset(op: &str, x: &Array, d: &Data, index: u32) -> Result<usize> {
 }
 
 impl Primitive for GatherMM {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::product_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("GatherMM", inputs, 4)?;
         let (a, b, li, ri) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3]);
@@ -238,6 +241,9 @@ fn operand(x: &Array, batch: &[i32]) -> Result<Vec<f32>> {
 }
 
 impl Primitive for BlockMaskedMM {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::product_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         if !(2..=5).contains(&inputs.len()) {
             return Err(Error::invalid(

@@ -244,6 +244,9 @@ impl QuantizedMatmul {
 }
 
 impl Primitive for QuantizedMatmul {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::product_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let name = "QuantizedMatmul";
         let p = check_params(name, self.mode, self.group_size, self.bits)?;
@@ -468,6 +471,9 @@ impl GatherQMM {
 }
 
 impl Primitive for GatherQMM {
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        crate::primitive::product_work(inputs, outputs)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let name = "GatherQMM";
         let p = check_params(name, self.mode, self.group_size, self.bits)?;

@@ -1,6 +1,7 @@
 //! Evaluation: a topological walk of the pending graph, run node by node.
 
 use crate::array::{lock, Node, State};
+use crate::buffer::{check_allocatable, OutOfMemory};
 use crate::trace_flag::is_tracing;
 use crate::{Array, Error, Result};
 use std::collections::HashSet;
@@ -94,9 +95,71 @@ fn topological_order(outputs: &[Array]) -> Result<Vec<Arc<Node>>> {
     Ok(order)
 }
 
+/// Outputs at least this large are checked against the allocator before
+/// their kernel runs (see [`check_allocatable`]).
+const CHECKED_OUTPUT_BYTES: usize = 1 << 26;
+
+/// Whether `node`'s outputs can exist: sizes that overflow or that the
+/// allocator cannot provide are errors before the kernel starts.
+fn check_outputs(node: &Node) -> Result<()> {
+    let mut total = 0usize;
+    for s in &node.specs {
+        let n = s
+            .checked_nbytes()
+            .and_then(|n| total.checked_add(n))
+            .ok_or_else(|| {
+                Error::invalid(
+                    node.primitive.name(),
+                    format!(
+                        "an output of {} {:?} has more bytes than memory can address",
+                        s.dtype, s.shape
+                    ),
+                )
+            })?;
+        total = n;
+    }
+    if total >= CHECKED_OUTPUT_BYTES {
+        check_allocatable(total).map_err(|_| Error::OutOfMemory {
+            what: format!(
+                "{} ({})",
+                node.primitive.name(),
+                super::tracing::specs_text(&node.specs)
+            ),
+            bytes: total as u64,
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs the kernel; a panic inside it (a failed allocation, or a bug a
+/// hostile file reached) is returned as an error instead of unwinding
+/// through the caller.
+fn eval_kernel(node: &Node, inputs: &[Array]) -> Result<Vec<crate::Data>> {
+    let run = std::panic::AssertUnwindSafe(|| node.primitive.eval(inputs, &node.specs));
+    std::panic::catch_unwind(run).unwrap_or_else(|payload| {
+        let name = node.primitive.name();
+        Err(
+            if let Some(OutOfMemory(bytes)) = payload.downcast_ref::<OutOfMemory>() {
+                Error::OutOfMemory {
+                    what: format!("{name} ({})", super::tracing::specs_text(&node.specs)),
+                    bytes: *bytes as u64,
+                }
+            } else {
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Error::unsupported(name, format!("internal error: the kernel panicked: {msg}"))
+            },
+        )
+    })
+}
+
 fn run(node: &Arc<Node>) -> Result<()> {
+    check_outputs(node)?;
     let inputs = std::mem::take(&mut *lock(&node.inputs));
-    match node.primitive.eval(&inputs, &node.specs) {
+    match eval_kernel(node, &inputs) {
         Ok(datas) => {
             drop(inputs);
             if datas.len() != node.specs.len() {

@@ -301,6 +301,15 @@ impl ScaledDotProductAttention {
 }
 
 impl Primitive for ScaledDotProductAttention {
+    /// Every query meets every key twice (scores, then the weighted values).
+    fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
+        let keys = inputs
+            .get(1)
+            .and_then(|k| k.shape.iter().rev().nth(1))
+            .map_or(1, |&s| s.max(1) as u64);
+        let out = outputs.first().map_or(0, |o| o.size() as u64);
+        out.saturating_mul(keys).saturating_mul(2)
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let name = "ScaledDotProductAttention";
         let min = 3 + self.has_sinks as usize;

@@ -12,14 +12,16 @@ use crate::{Buffer, Element, Error, Result};
 use rayon::prelude::*;
 
 /// Lowest and highest element index that a view (`shape`, `strides`,
-/// `offset`) touches; `None` when it has no elements.
-pub(crate) fn extent(shape: &[i32], strides: &[isize], offset: i64) -> Option<(i64, i64)> {
+/// `offset`) touches; `None` when it has no elements. Computed in `i128`:
+/// a hostile file's strides and offset near `2^63` must not wrap.
+pub(crate) fn extent(shape: &[i32], strides: &[isize], offset: i128) -> Option<(i128, i128)> {
     if shape.iter().any(|&d| d <= 0) {
         return None;
     }
     let (mut lo, mut hi) = (offset, offset);
     for (&d, &s) in shape.iter().zip(strides) {
-        let delta = (d as i64 - 1) * s as i64;
+        // |(d - 1) * s| < 2^94 and ndim < 2^31: the sums stay far inside i128.
+        let delta = (d as i128 - 1) * s as i128;
         if delta < 0 {
             lo += delta;
         } else {
@@ -49,11 +51,12 @@ pub(crate) fn check_in_bounds(
     op: &str,
     shape: &[i32],
     strides: &[isize],
-    offset: i64,
+    offset: impl Into<i128>,
     len: usize,
 ) -> Result<()> {
+    let offset = offset.into();
     match extent(shape, strides, offset) {
-        Some((lo, hi)) if lo < 0 || hi >= len as i64 => Err(Error::invalid(
+        Some((lo, hi)) if lo < 0 || hi >= len as i128 => Err(Error::invalid(
             op,
             format!(
                 "view of shape {shape:?} with strides {strides:?} and offset {offset} \

@@ -280,7 +280,7 @@ impl Primitive for AsStrided {
             "AsStrided",
             &self.shape,
             &strides,
-            i64::try_from(self.offset).unwrap_or(i64::MAX),
+            self.offset,
             inputs[0].size(),
         )?;
         Ok(vec![Spec::new(self.shape.clone(), inputs[0].dtype)])
@@ -289,8 +289,7 @@ impl Primitive for AsStrided {
         let a = &inputs[0];
         let flat = row_major(&a.data()?, a.spec());
         let strides: Vec<isize> = self.strides.iter().map(|&s| s as isize).collect();
-        let offset = i64::try_from(self.offset).unwrap_or(i64::MAX);
-        check_in_bounds("AsStrided", &out[0].shape, &strides, offset, a.size())?;
+        check_in_bounds("AsStrided", &out[0].shape, &strides, self.offset, a.size())?;
         Ok(vec![Data {
             offset: flat.offset + self.offset as usize,
             strides,

@@ -91,11 +91,17 @@ fn slice_layout(
             ),
         ));
     }
-    let mut off = offset as i64;
+    // i128: a file's start indices and strides must not wrap the offset.
+    let mut off = offset as i128;
     let mut st = Vec::with_capacity(out_shape.len());
     for i in 0..out_shape.len() {
-        off += start[i] as i64 * in_strides[i] as i64;
-        st.push(in_strides[i] * strides[i] as isize);
+        off += start[i] as i128 * in_strides[i] as i128;
+        let s = in_strides[i]
+            .checked_mul(strides[i] as isize)
+            .ok_or_else(|| {
+                Error::invalid(op, format!("stride {} of axis {i} overflows", strides[i]))
+            })?;
+        st.push(s);
     }
     if out_shape.iter().all(|&d| d > 0) {
         check_in_bounds(op, out_shape, &st, off, len)?;
