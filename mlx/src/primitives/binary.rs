@@ -76,6 +76,7 @@ macro_rules! num_binary {
     ($(#[$doc:meta])* $name:ident, $f:ident, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -223,6 +224,7 @@ fn rejected<T>(_: T, _: T) -> T {
 /// Floor division: Python's `//` for integers (by zero: 0), `floor(a / b)`
 /// for floats (the division rounded in the dtype first), `a / b` for complex.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx_since = "0.32.4")]
 pub struct FloorDivide {}
 
 impl Primitive for FloorDivide {
@@ -242,6 +244,7 @@ impl Primitive for FloorDivide {
 /// Python-style remainder (the result has the divisor's sign); for
 /// integers `x % 0 = x`; floats go through the IEEE remainder as MLX does.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Remainder {}
 
 impl Primitive for Remainder {
@@ -265,6 +268,7 @@ impl Primitive for Remainder {
 /// `a^b`: integer powers by repeated squaring (negative exponents give 0),
 /// libm `pow` for floats, complex `exp(b·ln a)`.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Power {}
 
 impl Primitive for Power {
@@ -292,6 +296,7 @@ impl Primitive for Power {
 
 /// `atan2(a, b)` for real floats (libm).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ArcTan2 {}
 
 impl Primitive for ArcTan2 {
@@ -325,6 +330,7 @@ impl Primitive for ArcTan2 {
 
 /// `log(e^a + e^b)` computed as `max + log1p(exp(min - max))` with MLX's exp.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct LogAddExp {}
 
 fn complex_logaddexp(x: Complex64, y: Complex64) -> Complex64 {
@@ -372,6 +378,7 @@ crate::state_enum! {
 
 /// Bitwise and/or/xor and shifts on integers and bool.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct BitwiseBinary {
     #[state]
     pub op: BitwiseOp,
@@ -454,6 +461,7 @@ macro_rules! bool_binary {
     ($(#[$doc:meta])* $name:ident, |$x:ident, $y:ident| $e:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -504,6 +512,7 @@ bool_binary!(
 
 /// `a == b`; with `equal_nan`, NaN equals NaN (MLX's `NaNEqual`).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Equal {
     #[state]
     pub equal_nan: bool,
@@ -530,6 +539,7 @@ impl Primitive for Equal {
 /// Quotient and remainder at once (two outputs): floor division and the
 /// Python remainder (fmod-based for floats, as MLX's DivMod).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct DivMod {}
 
 /// Both outputs of DivMod from row-major copies of the inputs.
@@ -586,6 +596,7 @@ impl Primitive for DivMod {
 
 /// `cond ? a : b` element-wise; inputs (bool condition, a, b) broadcast.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Select {}
 
 impl Primitive for Select {

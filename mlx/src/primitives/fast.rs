@@ -16,6 +16,7 @@ use crate::{dispatch_dtype, Array, Data, Dtype, Error, Primitive, Result};
 /// `x · rsqrt(mean(x², −1) + eps) · weight` over the last axis; inputs
 /// (x, weight), weight a 0-d `1` when the caller gave none.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RMSNorm {
     /// Added to the mean square before the square root.
@@ -26,6 +27,7 @@ pub struct RMSNorm {
 /// `(x − mean) · rsqrt(var + eps) · weight + bias` over the last axis;
 /// inputs (x, weight, bias), 0-d `1` / `0` when absent.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct LayerNorm {
     /// Added to the variance before the square root.
     #[state]
@@ -36,6 +38,7 @@ pub struct LayerNorm {
 /// (x, offset int 0-d or (B,)[, freqs (dims/2,)]). Positions run along
 /// axis −2, batch entries along axis 0.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RoPE {
     /// Features rotated (even); the rest pass through.
@@ -60,6 +63,7 @@ pub struct RoPE {
 /// of Hkv. The mask is present when there is an input beyond v that is not
 /// the sinks; a bool mask keeps where true, another is added.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ScaledDotProductAttention {
     /// Multiplies the queries.
     #[state]
@@ -68,13 +72,13 @@ pub struct ScaledDotProductAttention {
     #[state]
     pub do_causal: bool,
     /// The last input holds one sink logit per query head.
-    #[state]
+    #[state(mlx_since = "0.29.1")]
     pub has_sinks: bool,
     /// Also output the float32 log-sum-exp of each score row.
-    #[state]
+    #[state(mlx_since = "0.30.0")]
     pub output_logsumexp: bool,
     /// MLX GPU kernel selection hint; no effect on the CPU.
-    #[state]
+    #[state(mlx_since = "0.32.2")]
     pub force_fused: bool,
 }
 

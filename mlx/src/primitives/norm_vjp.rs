@@ -11,6 +11,7 @@ use crate::{dispatch_dtype, Array, Buffer, Data, Element, Error, Primitive, Resu
 
 /// Gradients of `rms_norm(x, weight, eps)` with respect to x and weight.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RMSNormVJP {
     /// The forward's epsilon.
@@ -21,6 +22,7 @@ pub struct RMSNormVJP {
 /// Gradients of `layer_norm(x, weight, bias, eps)` with respect to x,
 /// weight and bias.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct LayerNormVJP {
     /// The forward's epsilon.

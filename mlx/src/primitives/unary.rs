@@ -15,6 +15,7 @@ use half::{bf16, f16};
 
 /// Converts elements to another dtype (float to int truncates toward zero).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct AsType {
     #[state]
     pub dtype: Dtype,
@@ -109,6 +110,7 @@ macro_rules! float_unary {
     ($(#[$doc:meta])* $name:ident, $accepts:expr, $f32:expr, $f64:expr, $c64:expr, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -259,6 +261,7 @@ crate::state_enum! {
 
 /// Logarithm in base 2, 10 or e (`mx.log2`, `mx.log10`, `mx.log`).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Log {
     #[state]
     pub base: LogBase,
@@ -317,6 +320,7 @@ impl Primitive for Log {
 
 /// Square root, or its reciprocal when `recip` (`mx.rsqrt`).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Sqrt {
     #[state]
     pub recip: bool,
@@ -370,6 +374,7 @@ fn rsqrt_half<T: Float>(x: T) -> T {
 
 /// The logistic function 1 / (1 + e^-x) with MLX's formula.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Sigmoid {}
 
 impl Primitive for Sigmoid {
@@ -410,6 +415,7 @@ macro_rules! rounding_unary {
     ($(#[$doc:meta])* $name:ident, $f32:expr, $f64:expr, $c64:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -450,6 +456,7 @@ macro_rules! num_unary {
     ($(#[$doc:meta])* $name:ident, $f:ident, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -504,6 +511,7 @@ num_unary!(
 );
 /// -1, 0 or 1 by the sign of x (0 for NaN); complex x / |x|.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Sign {}
 
 impl Primitive for Sign {
@@ -524,6 +532,7 @@ impl Primitive for Sign {
 
 /// Absolute value (complex: |z| as a complex; ops then cast to float32).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Abs {}
 
 impl Primitive for Abs {
@@ -553,6 +562,7 @@ impl Primitive for Abs {
 
 /// Logical negation; the output is bool (ops cast the input to bool first).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct LogicalNot {}
 
 impl Primitive for LogicalNot {
@@ -570,6 +580,7 @@ impl Primitive for LogicalNot {
 
 /// The real part of a complex64 array, as float32.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Real {}
 
 impl Primitive for Real {
@@ -586,6 +597,7 @@ impl Primitive for Real {
 
 /// The imaginary part of a complex64 array, as float32.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Imag {}
 
 impl Primitive for Imag {
@@ -603,6 +615,7 @@ impl Primitive for Imag {
 
 /// The complex conjugate of a complex64 array.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Conjugate {}
 
 impl Primitive for Conjugate {
