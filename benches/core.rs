@@ -140,7 +140,7 @@ fn main() {
         target: 0.8,
     });
     let sm = best(3, || {
-        ops::softmax(&x, &[-1], false).unwrap().eval().unwrap();
+        ops::softmax(&x, &[-1]).unwrap().eval().unwrap();
     });
     rows.push(Row {
         case: "softmax(axis=-1), 4096^2 f32",

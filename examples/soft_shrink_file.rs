@@ -3,7 +3,7 @@
 //!
 //! It made `tests/fixtures/versioning/soft_shrink_v1.mlxfn` while
 //! `SoftShrink` had one state field (`lambda`); the field `lower` was added
-//! afterwards with `#[state(default)]`, and `tests/versioning.rs` checks that
+//! afterwards with `#[state(default)]`, and `tests/export/versioning.rs` checks that
 //! the old file still loads and computes the same numbers.
 //!
 //! ```text

@@ -12,6 +12,39 @@ pub enum Error {
     #[error("{op}: {msg}")]
     InvalidArgument { op: String, msg: String },
 
+    /// An axis outside `-ndim..ndim`.
+    #[error("{op}: axis {axis} is out of bounds for an array with {ndim} dimensions")]
+    AxisOutOfBounds { op: String, axis: i32, ndim: usize },
+
+    /// The same axis given twice (after normalising negative axes).
+    #[error("{op}: duplicate axis {axis} in {axes:?}")]
+    DuplicateAxis {
+        op: String,
+        axis: i32,
+        axes: Vec<i32>,
+    },
+
+    /// Two shapes that do not broadcast (numpy rules).
+    #[error("{op}: shapes {a:?} and {b:?} cannot be broadcast together")]
+    Broadcast {
+        op: String,
+        a: Vec<i32>,
+        b: Vec<i32>,
+    },
+
+    /// A primitive given the wrong number of inputs.
+    #[error("{op}: expected {expected} inputs, found {found}")]
+    InputCount {
+        op: String,
+        expected: usize,
+        found: usize,
+    },
+
+    /// An op that has no meaning for this dtype (e.g. `sin` of complex64 where
+    /// MLX refuses it).
+    #[error("{op}: not supported for {dtype}")]
+    DtypeNotSupported { op: String, dtype: crate::Dtype },
+
     /// A typed accessor was called with the wrong element type.
     #[error("dtype mismatch: expected {expected}, found {found}")]
     DtypeMismatch {
@@ -62,6 +95,10 @@ pub enum Error {
     /// Export was misused (duplicate signature, export after finish, ...).
     #[error("export: {0}")]
     Export(String),
+
+    /// An I/O failure where no path is known (`?` on a `std::io::Error`).
+    #[error("I/O error: {0}")]
+    IoError(#[from] std::io::Error),
 
     /// An I/O failure, with the path involved.
     #[error("{path}: {source}")]

@@ -24,17 +24,16 @@ mod element;
 mod error;
 pub mod export;
 pub mod fast;
-pub mod fft;
 pub mod io;
-pub mod linalg;
+pub mod layout;
 pub mod nn;
 pub mod ops;
 pub mod primitive;
 pub mod primitives;
-pub mod random;
+pub mod shape;
 pub mod transforms;
 
-pub use array::{Array, Data};
+pub use array::Array;
 pub use buffer::{cache_memory, clear_cache, set_cache_limit, Buffer, BUFFER_ALIGN};
 pub use dtype::{promote_types, Dtype};
 pub use element::{Complex64, Element};
@@ -44,7 +43,11 @@ pub use export::{
     import_function, import_function_from_bytes, import_function_with, ExportOptions, Format,
     ImportOptions, ImportedFunction,
 };
+pub use layout::Data;
 pub use mlx_macros::Primitive;
+/// The op namespaces live with the other ops (`mlx/src/ops/`); these are
+/// their public paths, as in MLX (`mx.fft`, `mx.linalg`, `mx.random`).
+pub use ops::{fft, linalg, random};
 pub use primitive::{ChunkRef, Primitive, PrimitiveState, Spec, StateValue};
 
 /// Re-exported so `dispatch_dtype!` works in user crates.

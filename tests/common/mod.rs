@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: fixture paths and comparisons.
 #![allow(dead_code)]
 
+pub mod mlx_cases;
+
 use mlx::{ops, Array, Dtype};
 use std::path::PathBuf;
 
@@ -58,4 +60,56 @@ pub fn assert_bits_eq(got: &Array, want: &Array) {
             wv.get(i)
         );
     }
+}
+
+/// The one seeded generator of the tests: a 64-bit LCG (Knuth's MMIX
+/// constants), so inputs need no RNG crate and are the same on every run.
+pub struct Lcg(u64);
+
+impl Lcg {
+    /// A generator whose first step starts from `seed` as given.
+    pub fn from_state(state: u64) -> Lcg {
+        Lcg(state)
+    }
+
+    /// A generator from `seed` stepped once, so nearby seeds (`s`, `s ^ 1`)
+    /// give unrelated first draws.
+    pub fn new(seed: u64) -> Lcg {
+        let mut g = Lcg(seed);
+        g.next_u64();
+        g
+    }
+
+    /// The next raw state.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0
+    }
+
+    /// Uniform in [0, 1), from the top 53 bits.
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64) / ((1u64 << 53) as f64)
+    }
+
+    /// `n` values uniform in [lo, hi).
+    pub fn uniform(&mut self, lo: f64, hi: f64, n: usize) -> Vec<f64> {
+        (0..n).map(|_| lo + (hi - lo) * self.unit()).collect()
+    }
+}
+
+/// Tests that use the process-wide `mlx::random` generator hold this lock
+/// (tests of one binary run in parallel, and the generator is global).
+pub fn random_lock() -> std::sync::MutexGuard<'static, ()> {
+    static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Seeds the global generator under [`random_lock`]; hold the guard while drawing.
+pub fn seeded(seed: u64) -> std::sync::MutexGuard<'static, ()> {
+    let g = random_lock();
+    mlx::random::seed(seed);
+    g
 }

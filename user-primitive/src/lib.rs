@@ -10,7 +10,7 @@
 //!
 //! The `lower` field came after the first release: it is
 //! `#[state(default)]`, so files written before it existed still load
-//! (`tests/versioning.rs` keeps one).
+//! (`tests/export/versioning.rs` keeps one).
 //!
 //! ```
 //! use mlx::Array;

@@ -240,7 +240,7 @@ fn sdpa(p: &ScaledDotProductAttention, inputs: &[Array]) -> Result<Vec<Array>> {
         *shape.last_mut().expect("rank 4 or 5") = 1;
         scores = ops::concatenate(&[ops::broadcast_to(&sinks, &shape)?, scores], -1)?;
     }
-    scores = ops::softmax(&scores, &[-1], true)?;
+    scores = ops::softmax_precise(&scores, &[-1])?;
     if p.has_sinks {
         let mut start = vec![0; scores.ndim()];
         *start.last_mut().expect("rank 4 or 5") = 1;

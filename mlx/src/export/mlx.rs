@@ -16,7 +16,6 @@
 //! Ids are per function, except constants, which are shared across the
 //! functions of a file by id.
 
-use super::native::array_bytes;
 use super::tape::{FunctionTable, Tape, TapeEntry, ValueRef};
 use crate::buffer::Buffer;
 use crate::primitive::{
@@ -460,7 +459,7 @@ pub fn encode_for(table: &FunctionTable, target: MlxVersion) -> Result<Vec<u8>> 
                         written[c] = true;
                         let a = &table.constants[c];
                         write_spec(body, a.spec());
-                        body.raw(&array_bytes(a)?);
+                        body.raw(&a.to_bytes()?);
                     }
                 }
                 ValueRef::Entry { .. } => {}

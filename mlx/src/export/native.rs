@@ -109,49 +109,11 @@ fn align(n: usize) -> usize {
     n.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN
 }
 
-/// An array's row-major bytes: its own buffer when it is already in that
-/// order (no copy of a large constant), else a gathered copy.
-pub enum RowMajor {
-    Shared(Data, std::ops::Range<usize>),
-    Owned(Vec<u8>),
-}
-
-impl RowMajor {
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            RowMajor::Shared(d, r) => &d.buffer.bytes()[r.clone()],
-            RowMajor::Owned(v) => v,
-        }
-    }
-}
-
-/// The row-major bytes of an evaluated array (views are written as their values).
-pub fn row_major(a: &Array) -> Result<RowMajor> {
-    a.eval()?;
-    let d = a.data()?;
-    if d.is_row_contiguous(a.shape()) {
-        let start = d.offset * a.dtype().size();
-        return Ok(RowMajor::Shared(d, start..start + a.nbytes()));
-    }
-    Ok(RowMajor::Owned(crate::dispatch_dtype!(a.dtype(), T => {
-        let v = crate::backend::cpu::copy::to_contiguous_vec::<T>(&d, a.shape());
-        Buffer::from_slice(&v).bytes().to_vec()
-    })))
-}
-
-/// [`row_major`] as an owned vector.
-pub fn array_bytes(a: &Array) -> Result<Vec<u8>> {
-    Ok(match row_major(a)? {
-        RowMajor::Owned(v) => v,
-        shared => shared.bytes().to_vec(),
-    })
-}
-
 /// A native file ready to write: the preamble and header, then each
 /// constant after the zero padding that aligns it.
 pub struct Encoded {
     pub head: Vec<u8>,
-    constants: Vec<(usize, RowMajor)>,
+    constants: Vec<(usize, crate::array::RowMajor)>,
 }
 
 impl Encoded {
@@ -192,7 +154,7 @@ pub fn encode(table: &FunctionTable) -> Result<Encoded> {
     let mut records = Vec::new();
     for &i in &order {
         let a = &table.constants[i];
-        let bytes = row_major(a)?;
+        let bytes = a.row_major()?;
         let offset = align(end);
         let b = bytes.bytes();
         records.push(ConstantRecord {

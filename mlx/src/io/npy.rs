@@ -209,6 +209,6 @@ pub fn save_npy_bytes(a: &Array) -> Result<Vec<u8>> {
     out.extend_from_slice(&[1, 0]);
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&crate::export::native::array_bytes(a)?);
+    out.extend_from_slice(&a.to_bytes()?);
     Ok(out)
 }

@@ -109,7 +109,7 @@ pub fn save_safetensors(path: impl AsRef<Path>, arrays: &BTreeMap<String, Array>
     let path = path.as_ref();
     let mut bytes = Vec::new();
     for a in arrays.values() {
-        bytes.push(crate::export::native::array_bytes(a)?);
+        bytes.push(a.to_bytes()?);
     }
     let views = arrays
         .iter()

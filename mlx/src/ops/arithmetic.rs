@@ -3,8 +3,9 @@
 //! (explicit Broadcast nodes) and applies one primitive, as MLX does.
 
 use super::math::at_least_float;
-use super::{broadcast_as, broadcast_shapes, cast_to, promote_and_broadcast};
+use super::{broadcast_as, cast_to, promote_and_broadcast};
 use crate::primitives::binary::{self, BitwiseOp};
+use crate::shape::broadcast_shapes;
 use crate::{promote_types, Array, Dtype, Error, Primitive, Result};
 
 /// Promotes, broadcasts, then applies the binary primitive.
@@ -136,7 +137,10 @@ pub fn logaddexp(a: &Array, b: &Array) -> Result<Array> {
 /// `atan2(a, b)`, in at least float32; complex is an error.
 pub fn arctan2(a: &Array, b: &Array) -> Result<Array> {
     if a.dtype().is_complex() || b.dtype().is_complex() {
-        return Err(Error::invalid("arctan2", "not supported for complex64"));
+        return Err(Error::DtypeNotSupported {
+            op: "arctan2".into(),
+            dtype: Dtype::Complex64,
+        });
     }
     let dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
     binary_as("arctan2", a, b, dtype, binary::ArcTan2 {})

@@ -4,13 +4,14 @@
 //! built as MLX 0.32 builds them (explicit Broadcast/AsType nodes, Gather
 //! followed by Transpose/Squeeze), so exported files match MLX's.
 
+use super::cast_to;
 use super::shape::broadcast_together;
-use super::{cast_to, normalize_axis};
 use crate::backend::cpu::indexing::is_index_dtype;
 use crate::ops::{expand_dims, flatten, reshape, slice, squeeze, transpose};
 use crate::primitives::indexing::{
     Gather, GatherAxis, MaskedScatter, Scatter, ScatterAxis, ScatterAxisType, ScatterType,
 };
+use crate::shape::normalize_axis;
 use crate::{Array, Dtype, Error, Result};
 
 /// Checks index arrays (integers only) and gives their common dtype.

@@ -29,7 +29,10 @@ fn float_op(a: &Array, p: impl Primitive) -> Result<Array> {
 /// Like [`float_op`], but complex input is an error (MLX's message).
 fn real_float_op(op: &str, a: &Array, p: impl Primitive) -> Result<Array> {
     if a.dtype().is_complex() {
-        return Err(Error::invalid(op, "not supported for complex64"));
+        return Err(Error::DtypeNotSupported {
+            op: op.into(),
+            dtype: Dtype::Complex64,
+        });
     }
     float_op(a, p)
 }
@@ -142,7 +145,10 @@ pub fn logical_not(a: &Array) -> Result<Array> {
 
 fn no_complex(op: &str, a: &Array) -> Result<()> {
     if a.dtype().is_complex() {
-        return Err(Error::invalid(op, "not supported for complex64"));
+        return Err(Error::DtypeNotSupported {
+            op: op.into(),
+            dtype: Dtype::Complex64,
+        });
     }
     Ok(())
 }

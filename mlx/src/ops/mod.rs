@@ -2,12 +2,19 @@
 //! Each builds graph nodes and returns [`Result`]; nothing is computed until
 //! evaluation. Errors name the op, the shapes and what was expected.
 
+pub mod fft;
+pub mod linalg;
+pub mod random;
+
 mod arithmetic;
 mod conv;
 mod creation;
+mod fast_options;
 mod indexing;
-mod linalg;
 mod math;
+mod matmul;
+mod methods;
+mod options;
 mod overloads;
 mod quantized;
 mod reduce;
@@ -18,74 +25,19 @@ mod special;
 pub use arithmetic::*;
 pub use conv::*;
 pub use creation::*;
+pub use fast_options::*;
 pub use indexing::*;
-pub use linalg::*;
 pub use math::*;
+pub use matmul::*;
+pub use options::*;
 pub use quantized::*;
 pub use reduce::*;
 pub use shape::*;
 pub use sort_scan::*;
 pub use special::*;
 
-use crate::{Array, Dtype, Error, Result};
-
-/// `axis` (negative counts from the end) as an index into `ndim` dimensions.
-pub fn normalize_axis(op: &str, axis: i32, ndim: usize) -> Result<usize> {
-    let n = ndim as i64;
-    let a = axis as i64;
-    if a < -n || a >= n {
-        return Err(Error::invalid(
-            op,
-            format!("axis {axis} is out of bounds for an array with {ndim} dimensions"),
-        ));
-    }
-    Ok(if a < 0 { (a + n) as usize } else { a as usize })
-}
-
-/// Normalised, checked axes; duplicates are an error.
-pub fn normalize_axes(op: &str, axes: &[i32], ndim: usize) -> Result<Vec<usize>> {
-    let mut out = Vec::with_capacity(axes.len());
-    for &a in axes {
-        let ax = normalize_axis(op, a, ndim)?;
-        if out.contains(&ax) {
-            return Err(Error::invalid(
-                op,
-                format!("duplicate axis {a} in {axes:?}"),
-            ));
-        }
-        out.push(ax);
-    }
-    Ok(out)
-}
-
-/// The broadcast of two shapes (numpy rules), or an error naming both.
-pub fn broadcast_shapes(op: &str, a: &[i32], b: &[i32]) -> Result<Vec<i32>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for i in 0..n {
-        let da = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let db = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        out[i] = if da == db || db == 1 {
-            da
-        } else if da == 1 {
-            db
-        } else {
-            return Err(Error::invalid(
-                op,
-                format!("shapes {a:?} and {b:?} cannot be broadcast together"),
-            ));
-        };
-    }
-    Ok(out)
-}
+pub(crate) use crate::shape::{broadcast_shapes, normalize_axes, normalize_axis};
+use crate::{Array, Dtype, Result};
 
 /// `a` cast to `dtype` (no node when it already has it).
 pub(crate) fn cast_to(a: &Array, dtype: Dtype) -> Result<Array> {
@@ -134,7 +86,7 @@ pub(crate) fn promote_and_broadcast(op: &str, a: &Array, b: &Array) -> Result<(A
 
 /// A 0-d constant for a Rust scalar used with `a`: it takes `a`'s dtype when
 /// that can hold it (a float scalar with an integer array gives float32).
-pub fn scalar_like(a: &Array, v: f64) -> Array {
+pub(crate) fn scalar_like(a: &Array, v: f64) -> Array {
     let dtype = if a.dtype().is_inexact() {
         a.dtype()
     } else if v.fract() != 0.0 || !v.is_finite() {

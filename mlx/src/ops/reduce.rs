@@ -8,10 +8,11 @@
 //! mean multiplies by a `1/n` constant; logsumexp and softmax over anything
 //! but the last axis are decompositions.
 
-use super::{broadcast_as, cast_to, multiply, normalize_axes, normalize_axis, squeeze};
+use super::{broadcast_as, cast_to, multiply, squeeze};
 use crate::primitives::reduce::{
     sum_dtype, ArgReduce, ArgReduceType, LogSumExp, Reduce, ReduceType, Softmax,
 };
+use crate::shape::{normalize_axes, normalize_axis};
 use crate::{promote_types, Array, Dtype, Error, Result};
 
 /// Sorted, normalised reduction axes; empty `axes` means all of them.
@@ -282,12 +283,24 @@ pub fn logsumexp(a: &Array, axes: &[i32], keepdims: bool) -> Result<Array> {
     pending::where_(&pending::isinf(&maxval)?, &maxval, &out)
 }
 
-/// Softmax over `axes` (all when empty). Over the last axis it is one
-/// `Softmax` node (`precise`: half types computed in f32) giving a float
-/// dtype; otherwise MLX's decomposition `exp(a - max) / sum(exp(a - max))`,
-/// in float32 when precise, cast back to the input's dtype (MLX's rule, odd
-/// as it is for integers).
-pub fn softmax(a: &Array, axes: &[i32], precise: bool) -> Result<Array> {
+/// Softmax over `axes` (all when empty), MLX's `softmax(a, axes)` with
+/// `precise=False`. Over the last axis it is one `Softmax` node giving a
+/// float dtype; otherwise MLX's decomposition
+/// `exp(a - max) / sum(exp(a - max))`, cast back to the input's dtype (MLX's
+/// rule, odd as it is for integers).
+pub fn softmax(a: &Array, axes: &[i32]) -> Result<Array> {
+    softmax_with(a, axes, false)
+}
+
+/// [`softmax`] with MLX's `precise=True`: half types are computed in float32
+/// (the single `Softmax` node keeps its input dtype; the decomposition over
+/// other axes runs in float32 and is cast back).
+pub fn softmax_precise(a: &Array, axes: &[i32]) -> Result<Array> {
+    softmax_with(a, axes, true)
+}
+
+/// Both softmax flavours; `precise` is MLX's keyword of the same name.
+fn softmax_with(a: &Array, axes: &[i32], precise: bool) -> Result<Array> {
     if a.size() == 0 {
         return Ok(a.clone());
     }
@@ -373,7 +386,7 @@ pub(in crate::ops) mod pending {
         node("Equal", |w| w.bool(false), vec![a, b])
     }
     pub fn logical_or(a: &Array, b: &Array) -> Result<Array> {
-        let shape = crate::ops::broadcast_shapes("logical_or", a.shape(), b.shape())?;
+        let shape = crate::shape::broadcast_shapes("logical_or", a.shape(), b.shape())?;
         let a = broadcast_as(&cast_to(a, Dtype::Bool)?, &shape)?;
         let b = broadcast_as(&cast_to(b, Dtype::Bool)?, &shape)?;
         node("LogicalOr", |_| {}, vec![a, b])
@@ -383,8 +396,8 @@ pub(in crate::ops) mod pending {
         let dtype = crate::promote_types(x.dtype(), y.dtype());
         let cond = cast_to(cond, Dtype::Bool)?;
         let (x, y) = (cast_to(x, dtype)?, cast_to(y, dtype)?);
-        let s = crate::ops::broadcast_shapes("where", cond.shape(), x.shape())?;
-        let s = crate::ops::broadcast_shapes("where", &s, y.shape())?;
+        let s = crate::shape::broadcast_shapes("where", cond.shape(), x.shape())?;
+        let s = crate::shape::broadcast_shapes("where", &s, y.shape())?;
         let ins = vec![
             broadcast_as(&cond, &s)?,
             broadcast_as(&x, &s)?,

@@ -3,9 +3,10 @@
 //! flattened array (Reshape or Flatten, as MLX's Python API does); axes are
 //! stored non-negative.
 
-use super::{cast_to, normalize_axis};
+use super::cast_to;
 use crate::ops::{astype, flatten, reshape, slice};
 use crate::primitives::sort_scan::{ArgPartition, ArgSort, Partition, Scan, ScanType, Sort};
+use crate::shape::normalize_axis;
 use crate::{Array, Dtype, Error, Result};
 
 /// `a` reshaped to one dimension of `a.size()` elements (MLX's sort-family flattening).

@@ -2,9 +2,10 @@
 //! building MLX's graphs (AsType of the operands, Broadcast of the indices
 //! and masks, ExpandDims/Squeeze around 1-D operands).
 
-use super::{broadcast_arrays, broadcast_as, broadcast_shapes, cast_to, expand_dims, squeeze};
+use super::{broadcast_arrays, broadcast_as, cast_to, expand_dims, squeeze};
 use crate::primitives::hadamard::Hadamard;
 use crate::primitives::masked_mm::{BlockMaskedMM, GatherMM};
+use crate::shape::broadcast_shapes;
 use crate::{promote_types, Array, Dtype, Error, Result};
 
 /// Walsh–Hadamard transform along the last axis, times `scale` (default

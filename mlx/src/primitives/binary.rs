@@ -29,7 +29,7 @@ pub(crate) fn binary_spec(name: &str, inputs: &[Spec], out: Option<Dtype>) -> Re
             ),
         ));
     }
-    let shape = crate::ops::broadcast_shapes(name, &inputs[0].shape, &inputs[1].shape)?;
+    let shape = crate::shape::broadcast_shapes(name, &inputs[0].shape, &inputs[1].shape)?;
     Ok(vec![Spec::new(shape, out.unwrap_or(inputs[0].dtype))])
 }
 
@@ -609,7 +609,7 @@ impl Primitive for Select {
             ));
         }
         let spec = binary_spec("Select", &inputs[1..], None)?;
-        let shape = crate::ops::broadcast_shapes("Select", &inputs[0].shape, &spec[0].shape)?;
+        let shape = crate::shape::broadcast_shapes("Select", &inputs[0].shape, &spec[0].shape)?;
         Ok(vec![Spec::new(shape, spec[0].dtype)])
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {

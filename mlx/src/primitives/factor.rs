@@ -2,11 +2,11 @@
 //! [`Inverse`] (general or triangular), [`QRF`], [`SVD`], [`Eigh`] and
 //! [`Eig`]. They work on the last two axes, batch axes first, float32 and
 //! float64 (complex64 input, which MLX also takes for SVD/Eigh/Eig, is an
-//! error here). Kernels: `backend::cpu::decomp`, in f64.
+//! error here). Kernels: `backend::cpu::factor`, in f64.
 
 use super::expect_inputs;
 use crate::backend::cpu::copy::to_contiguous_vec;
-use crate::backend::cpu::decomp;
+use crate::backend::cpu::factor;
 use crate::primitive::Spec;
 use crate::{Array, Buffer, Complex64, Data, Dtype, Error, Primitive, Result};
 
@@ -125,7 +125,7 @@ fn narrowed(v: &[f64], spec: &Spec) -> Data {
 }
 
 /// Row-major complex64 data of `spec`.
-fn complex(v: &[decomp::C64], spec: &Spec) -> Data {
+fn complex(v: &[factor::C64], spec: &Spec) -> Data {
     let c: Vec<Complex64> = v
         .iter()
         .map(|z| Complex64::new(z.re as f32, z.im as f32))
@@ -145,7 +145,7 @@ impl Primitive for Cholesky {
         for b in 0..batch {
             // Like MLX (LAPACK potrf), a matrix that is not positive
             // definite gives a partial factor, not an error.
-            let f = decomp::cholesky(&a[b * n * n..(b + 1) * n * n], n, self.upper);
+            let f = factor::cholesky(&a[b * n * n..(b + 1) * n * n], n, self.upper);
             res.extend(f.unwrap_or_else(|partial| partial));
         }
         Ok(vec![narrowed(&res, &out[0])])
@@ -164,7 +164,7 @@ impl Primitive for Inverse {
         for b in 0..batch {
             let m = &a[b * n * n..(b + 1) * n * n];
             let inv = if self.tri {
-                decomp::tri_inverse(m, n, self.upper).map_err(|k| {
+                factor::tri_inverse(m, n, self.upper).map_err(|k| {
                     Error::invalid(
                         "Inverse",
                         format!(
@@ -173,7 +173,7 @@ impl Primitive for Inverse {
                     )
                 })?
             } else {
-                decomp::inverse(m, n).map_err(|k| {
+                factor::inverse(m, n).map_err(|k| {
                     Error::invalid(
                         "Inverse",
                         format!("matrix {b} is singular (LU pivot {k} is exactly zero)"),
@@ -203,7 +203,7 @@ impl Primitive for QRF {
         let a = widened(&inputs[0])?;
         let (mut qs, mut rs) = (Vec::new(), Vec::new());
         for b in 0..batch {
-            let (q, r) = decomp::qr(&a[b * m * n..(b + 1) * m * n], m, n);
+            let (q, r) = factor::qr(&a[b * m * n..(b + 1) * m * n], m, n);
             qs.extend(q);
             rs.extend(r);
         }
@@ -233,7 +233,7 @@ impl Primitive for SVD {
         let a = widened(&inputs[0])?;
         let (mut us, mut ss, mut vts) = (Vec::new(), Vec::new(), Vec::new());
         for b in 0..batch {
-            let (u, s, vt) = decomp::svd(&a[b * m * n..(b + 1) * m * n], m, n);
+            let (u, s, vt) = factor::svd(&a[b * m * n..(b + 1) * m * n], m, n);
             us.extend(u);
             ss.extend(s);
             vts.extend(vt);
@@ -280,7 +280,7 @@ impl Primitive for Eigh {
         let a = widened(&inputs[0])?;
         let (mut ws, mut vs) = (Vec::new(), Vec::new());
         for b in 0..batch {
-            let (w, v) = decomp::eigh(&a[b * n * n..(b + 1) * n * n], n, self.uplo == "L");
+            let (w, v) = factor::eigh(&a[b * n * n..(b + 1) * n * n], n, self.uplo == "L");
             ws.extend(w);
             vs.extend(v);
         }
@@ -314,7 +314,7 @@ impl Primitive for Eig {
                     format!("matrix {b} has non-finite entries"),
                 ));
             }
-            let (w, v) = decomp::eig(m, n, self.compute_eigenvectors).ok_or_else(|| {
+            let (w, v) = factor::eig(m, n, self.compute_eigenvectors).ok_or_else(|| {
                 Error::invalid(
                     "Eig",
                     format!("the QR iteration did not converge for matrix {b}"),

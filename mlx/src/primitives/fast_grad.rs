@@ -258,7 +258,7 @@ impl ScaledDotProductAttention {
             let col = self.sink_column(&at, primals.last().expect("sinks"))?;
             s = o::concatenate(&[col, s], -1)?;
         }
-        let p = o::softmax(&s, &[-1], true)?;
+        let p = o::softmax_precise(&s, &[-1])?;
         if self.has_sinks {
             let cut = |lo: i32, hi: i32| {
                 o::slice(&p, &[0, 0, 0, 0, lo], &[b, hkv, hq / hkv, lq, hi], &[])

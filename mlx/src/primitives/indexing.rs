@@ -9,8 +9,9 @@
 use super::expect_inputs;
 use super::grad_util::{linear_jvp, only_args};
 use crate::backend::cpu::indexing::{self as kernel, is_index_dtype, Combine};
-use crate::ops::{self, normalize_axis};
+use crate::ops;
 use crate::primitive::Spec;
+use crate::shape::normalize_axis;
 use crate::{Array, Data, Dtype, Error, Primitive, Result};
 
 crate::state_enum! {

@@ -65,7 +65,7 @@ fn product_spec(name: &str, a: &Spec, b: &Spec) -> Result<Spec> {
             ),
         ));
     }
-    let mut shape = crate::ops::broadcast_shapes(name, &a.shape[..na - 2], &b.shape[..nb - 2])?;
+    let mut shape = crate::shape::broadcast_shapes(name, &a.shape[..na - 2], &b.shape[..nb - 2])?;
     shape.push(a.shape[na - 2]);
     shape.push(b.shape[nb - 1]);
     Ok(Spec::new(shape, a.dtype))
@@ -203,7 +203,7 @@ impl Primitive for AddMM {
                 ),
             ));
         }
-        let b = crate::ops::broadcast_shapes("AddMM", &c.shape, &spec.shape)?;
+        let b = crate::shape::broadcast_shapes("AddMM", &c.shape, &spec.shape)?;
         if b != spec.shape {
             return Err(Error::invalid(
                 "AddMM",

@@ -256,8 +256,11 @@ impl Primitive for BlockMaskedMM {
         let (a, b) = (&inputs[0], &inputs[1]);
         check_operands("BlockMaskedMM", a, b)?;
         let (na, nb) = (a.shape.len(), b.shape.len());
-        let mut shape =
-            crate::ops::broadcast_shapes("BlockMaskedMM", &a.shape[..na - 2], &b.shape[..nb - 2])?;
+        let mut shape = crate::shape::broadcast_shapes(
+            "BlockMaskedMM",
+            &a.shape[..na - 2],
+            &b.shape[..nb - 2],
+        )?;
         shape.push(matrix_dims(a).0);
         shape.push(matrix_dims(b).1);
         Ok(vec![Spec::new(shape, a.dtype)])

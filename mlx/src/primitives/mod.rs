@@ -30,10 +30,11 @@ use crate::{Error, Result};
 /// Checks the input count of a primitive.
 pub(crate) fn expect_inputs(name: &str, inputs: &[Spec], n: usize) -> Result<()> {
     if inputs.len() != n {
-        return Err(Error::invalid(
-            name,
-            format!("expected {n} inputs, found {}", inputs.len()),
-        ));
+        return Err(Error::InputCount {
+            op: name.to_string(),
+            expected: n,
+            found: inputs.len(),
+        });
     }
     Ok(())
 }

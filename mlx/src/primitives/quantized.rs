@@ -274,7 +274,8 @@ impl Primitive for QuantizedMatmul {
         }
         let (xn, wn) = (x.shape.len(), w.shape.len());
         let mut shape = if xn >= 2 {
-            let mut b = crate::ops::broadcast_shapes(name, &x.shape[..xn - 2], &w.shape[..wn - 2])?;
+            let mut b =
+                crate::shape::broadcast_shapes(name, &x.shape[..xn - 2], &w.shape[..wn - 2])?;
             b.push(x.shape[xn - 2]);
             b
         } else if wn == 2 {

@@ -57,7 +57,7 @@ impl Primitive for Reduce {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("Reduce", inputs, 1)?;
         let s = &inputs[0];
-        let axes = crate::ops::normalize_axes("Reduce", &self.axes, s.shape.len())?;
+        let axes = crate::shape::normalize_axes("Reduce", &self.axes, s.shape.len())?;
         let dtype = match self.reduce_type {
             ReduceType::And | ReduceType::Or => Dtype::Bool,
             ReduceType::Sum | ReduceType::Prod => sum_dtype(s.dtype),
@@ -68,7 +68,7 @@ impl Primitive for Reduce {
 
     fn eval(&self, inputs: &[Array], _out: &[Spec]) -> Result<Vec<Data>> {
         let a = &inputs[0];
-        let axes = crate::ops::normalize_axes("Reduce", &self.axes, a.ndim())?;
+        let axes = crate::shape::normalize_axes("Reduce", &self.axes, a.ndim())?;
         let (d, shape) = (a.data()?, a.shape());
         let out = dispatch_dtype!(a.dtype(), T => match self.reduce_type {
             ReduceType::Sum => kernels::reduce::<T, SumR>(&d, shape, &axes),
@@ -114,7 +114,7 @@ impl Reduce {
     /// for Prod, the tie-shared indicator of the extremum for Max/Min
     /// (MLX's rule), `None` for the boolean reductions.
     fn partial(&self, x: &Array, out: &Array) -> Result<Option<Array>> {
-        let axes = crate::ops::normalize_axes("Reduce", &self.axes, x.ndim())?;
+        let axes = crate::shape::normalize_axes("Reduce", &self.axes, x.ndim())?;
         Ok(match self.reduce_type {
             ReduceType::Prod => Some(exclusive_product(x, &axes)?),
             ReduceType::Max | ReduceType::Min => {
@@ -194,7 +194,7 @@ impl Primitive for ArgReduce {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("ArgReduce", inputs, 1)?;
         let s = &inputs[0];
-        let axis = crate::ops::normalize_axis("ArgReduce", self.axis, s.shape.len())?;
+        let axis = crate::shape::normalize_axis("ArgReduce", self.axis, s.shape.len())?;
         Ok(vec![Spec::new(
             reduced_shape(&s.shape, &[axis]),
             Dtype::Uint32,
@@ -203,7 +203,7 @@ impl Primitive for ArgReduce {
 
     fn eval(&self, inputs: &[Array], _out: &[Spec]) -> Result<Vec<Data>> {
         let a = &inputs[0];
-        let axis = crate::ops::normalize_axis("ArgReduce", self.axis, a.ndim())?;
+        let axis = crate::shape::normalize_axis("ArgReduce", self.axis, a.ndim())?;
         let max = self.reduce_type == ArgReduceType::ArgMax;
         let d = a.data()?;
         Ok(vec![
@@ -287,11 +287,11 @@ impl Primitive for LogSumExp {
     }
     // The derivative with respect to each element is its softmax weight.
     fn vjp(&self, x: &[Array], c: &[Array], _: &[usize], _: &[Array]) -> Result<Vec<Array>> {
-        let s = ops::softmax(&x[0], &[-1], true)?;
+        let s = ops::softmax_precise(&x[0], &[-1])?;
         Ok(vec![reduction_pullback(&x[0], &c[0], &s)?])
     }
     fn jvp(&self, x: &[Array], t: &[Array], _: &[usize]) -> Result<Vec<Array>> {
-        let s = ops::softmax(&x[0], &[-1], true)?;
+        let s = ops::softmax_precise(&x[0], &[-1])?;
         Ok(vec![reduction_pushforward(&t[0], &s, &[-1], x[0].dtype())?])
     }
 }

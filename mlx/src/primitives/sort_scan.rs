@@ -8,8 +8,9 @@ use super::indexing::{GatherAxis, ScatterAxis, ScatterAxisType};
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::scan::{self, mlx_half_result, LogAddExpElem, ScanElem, ScanSpec};
 use crate::backend::cpu::sort;
-use crate::ops::{self, normalize_axis};
+use crate::ops;
 use crate::primitive::Spec;
+use crate::shape::normalize_axis;
 use crate::{dispatch_dtype, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
 

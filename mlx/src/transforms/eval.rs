@@ -124,3 +124,11 @@ fn run(node: &Arc<Node>) -> Result<()> {
         }
     }
 }
+
+impl Array {
+    /// Computes the array (and everything it depends on). Defined with the
+    /// evaluator so the array type does not depend on it.
+    pub fn eval(&self) -> Result<()> {
+        eval(std::slice::from_ref(self))
+    }
+}

@@ -3,8 +3,8 @@
 pub mod cast;
 pub mod conv;
 pub mod copy;
-pub mod decomp;
 pub mod elementwise;
+pub mod factor;
 pub mod fast;
 pub mod fft;
 pub mod gemv;

@@ -1,8 +1,8 @@
 //! Broadcasting ops: `broadcast_to`, `broadcast_arrays` and its form that
 //! leaves some trailing axes alone (used by matmul-like and gather ops).
 
-use crate::ops::broadcast_shapes;
 use crate::primitives::shape::{Broadcast, BroadcastAxes};
+use crate::shape::broadcast_shapes;
 use crate::transforms::trace::is_shapeless_tracing;
 use crate::{Array, Error, Result};
 

@@ -1,8 +1,9 @@
 //! Joining, cutting, padding and repeating.
 
 use super::{broadcast_to, expand_dims, flatten, reshape, slice};
-use crate::ops::{astype, normalize_axes, normalize_axis};
+use crate::ops::astype;
 use crate::primitives::shape;
+use crate::shape::{normalize_axes, normalize_axis};
 use crate::{promote_types, Array, Error, Result};
 
 /// The arrays joined along `axis`; dtypes are promoted to a common one.

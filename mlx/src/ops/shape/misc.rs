@@ -70,7 +70,7 @@ pub fn depends(inputs: &[Array], dependencies: &[Array]) -> Result<Vec<Array>> {
 /// traces. (Outside those, MLX folds it into a constant; callers that want
 /// that can use [`Array::scalar_of`].)
 pub fn number_of_elements(a: &Array, axes: &[i32], inverted: bool, dtype: Dtype) -> Result<Array> {
-    let axes: Vec<i32> = crate::ops::normalize_axes("number_of_elements", axes, a.ndim())?
+    let axes: Vec<i32> = crate::shape::normalize_axes("number_of_elements", axes, a.ndim())?
         .into_iter()
         .map(|x| x as i32)
         .collect();

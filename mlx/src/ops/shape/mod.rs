@@ -19,8 +19,8 @@ pub use join::*;
 pub use misc::*;
 pub use slicing::*;
 
-use crate::ops::{normalize_axes, normalize_axis};
 use crate::primitives::shape;
+use crate::shape::{normalize_axes, normalize_axis};
 use crate::{Array, Error, Result};
 
 /// `a` with a new shape of the same size; one dimension may be `-1`.

@@ -1,7 +1,8 @@
 //! Static and dynamic slices and slice updates.
 
-use crate::ops::{astype, broadcast_to, normalize_axes, normalize_axis};
+use crate::ops::{astype, broadcast_to};
 use crate::primitives::shape::{self, SliceUpdateType};
+use crate::shape::{normalize_axes, normalize_axis};
 use crate::{Array, Error, Result};
 
 /// MLX's slice normalisation: starts are moved inside the axis, ends are

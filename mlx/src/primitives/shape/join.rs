@@ -3,10 +3,10 @@
 use super::copy::{combine_into, filled};
 use crate::array::row_major_strides;
 use crate::element::dispatch_bits;
-use crate::ops::{normalize_axes, normalize_axis};
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
 use crate::primitives::grad::linear_jvp_rule;
+use crate::shape::{normalize_axes, normalize_axis};
 use crate::{ops, Array, Buffer, Data, Error, Primitive, Result};
 
 /// Copies `src` into the row-major buffer `dst` (shaped `out`) at element offset `offset`.

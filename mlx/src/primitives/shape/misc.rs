@@ -2,10 +2,10 @@
 //! AsStrided) and NumberOfElements.
 
 use super::copy::{check_in_bounds, contiguous_copy, row_major};
-use crate::ops::normalize_axes;
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
 use crate::primitives::grad::{elementwise_rules, linear_jvp, linear_rules, zeros_like};
+use crate::shape::normalize_axes;
 use crate::{dispatch_dtype, ops, Array, Buffer, Data, Dtype, Element, Error, Primitive, Result};
 
 /// A row-major copy of the input (an identity of values).

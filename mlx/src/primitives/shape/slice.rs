@@ -10,10 +10,10 @@ use super::copy::{check_in_bounds, combine_into, writable_copy};
 use crate::array::row_major_strides;
 use crate::backend::cpu::num::Num;
 use crate::element::dispatch_bits;
-use crate::ops::normalize_axes;
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
 use crate::primitives::grad::{linear_jvp, linear_rules, zeros_like};
+use crate::shape::normalize_axes;
 use crate::{dispatch_dtype, ops, Array, Buffer, Data, Error, Primitive, Result};
 
 crate::state_enum! {

@@ -5,10 +5,10 @@
 
 use super::copy::contiguous_copy;
 use crate::array::{check_shape, row_major_strides};
-use crate::ops::{broadcast_shapes, normalize_axes, normalize_axis};
 use crate::primitive::Spec;
 use crate::primitives::expect_inputs;
 use crate::primitives::grad::{linear_jvp, linear_rules, unbroadcast, zeros_like};
+use crate::shape::{broadcast_shapes, normalize_axes, normalize_axis};
 use crate::{ops, Array, Data, Error, Primitive, Result};
 
 /// `a` as a view with shape `shape` (numpy broadcasting: new leading axes and

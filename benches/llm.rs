@@ -1,0 +1,338 @@
+//! A SmolLM-135M-shaped llama exported by Python MLX (issue 17): decode and
+//! prefill per call, beside the limits measured in the same run.
+//!
+//! The files are large, so they are generated into target/llm/ first:
+//!
+//!     /work/main/.venv/bin/python benches/llm/generate.py   # ~1 minute
+//!     cargo bench --bench llm
+//!
+//! Environment: `LLM_DIR` (default target/llm), `LLM_VARIANTS` (default
+//! f32,bf16,f16,q8g64,q4g64; any `generate.py` wrote), `LLM_PREFILL` (variants
+//! whose prefill is timed, default f32,bf16,q4g64), `LLM_MLX=0` skips Python
+//! MLX, `LLM_MLX_PREFILL=N` times MLX's prefill N times (~17 s a call).
+//!
+//! Printed per call: min and median; the bandwidth limit (bytes of the file,
+//! nearly all weights, over the read bandwidth of a 512 MiB sum split between
+//! two threads); prefill GFLOP/s against numpy/OpenBLAS's sgemm; Python
+//! MLX's times; and a fresh process's import, first call and peak RSS for
+//! the MLX file and its native conversion.
+
+mod common;
+
+use common::{python, python_figures};
+use mlx::{ops, Array, Dtype};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const SEQ: i32 = 128;
+const SLOTS: i32 = 256;
+const LAYERS: usize = 30;
+const KV_HEADS: i32 = 3;
+const HEAD_DIM: i32 = 64;
+const VOCAB: f64 = 49152.0;
+const HIDDEN: f64 = 576.0;
+const DECODE_REPS: usize = 10;
+const PREFILL_REPS: usize = 3;
+
+/// Multiply-adds per token: the linear layers (q, k, v, o, MLP) and the tied
+/// logits projection.
+fn linear_params() -> f64 {
+    let per_layer = HIDDEN * HIDDEN * 2.0 + HIDDEN * 192.0 * 2.0 + 3.0 * HIDDEN * 1536.0;
+    per_layer * LAYERS as f64 + VOCAB * HIDDEN
+}
+
+/// FLOPs of one 128-token prefill: linear layers plus QK^T and PV (full, not
+/// halved for the causal mask).
+fn prefill_flops() -> f64 {
+    let t = SEQ as f64;
+    2.0 * t * linear_params() + LAYERS as f64 * 9.0 * 2.0 * 2.0 * t * t * HEAD_DIM as f64
+}
+
+fn variant_dtype(v: &str) -> Dtype {
+    match v {
+        "bf16" => Dtype::Bfloat16,
+        "f16" => Dtype::Float16,
+        _ => Dtype::Float32,
+    }
+}
+
+/// The decode call's inputs: token, offset 128, mask (slots <= 128 visible),
+/// then each layer's key and value caches.
+fn decode_inputs(dtype: Dtype) -> Vec<Array> {
+    let token = Array::from_slice(&[17i32], &[1, 1]).unwrap();
+    let offset = Array::from_slice(&[SEQ], &[1]).unwrap();
+    let mask: Vec<f32> = (0..SLOTS)
+        .map(|i| if i <= SEQ { 0.0 } else { f32::NEG_INFINITY })
+        .collect();
+    let mask = Array::from_slice(&mask, &[1, 1, 1, SLOTS]).unwrap();
+    let n = (KV_HEADS * SLOTS * HEAD_DIM) as usize;
+    let mut out = vec![token, offset, ops::astype(&mask, dtype).unwrap()];
+    for l in 0..2 * LAYERS {
+        let vals: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919 + l * 31) % 1000) as f32 / 1000.0 - 0.5)
+            .collect();
+        let a = Array::from_slice(&vals, &[1, KV_HEADS, SLOTS, HEAD_DIM]).unwrap();
+        out.push(ops::astype(&a, dtype).unwrap());
+    }
+    mlx::eval(&out).unwrap();
+    out
+}
+
+fn prefill_inputs() -> Vec<Array> {
+    let t: Vec<i32> = (0..SEQ).map(|i| i * 7919 % 49152).collect();
+    vec![Array::from_slice(&t, &[1, SEQ]).unwrap()]
+}
+
+/// Seconds of each of `reps` calls after a first one (also returned).
+fn time_calls(f: &mlx::ImportedFunction, args: &[Array], reps: usize) -> (f64, Vec<f64>) {
+    let one = || {
+        let t = Instant::now();
+        let outs = f.call(args).unwrap();
+        mlx::eval(&outs).unwrap();
+        t.elapsed().as_secs_f64()
+    };
+    let first = one();
+    let mut times: Vec<f64> = (0..reps).map(|_| one()).collect();
+    times.sort_by(f64::total_cmp);
+    (first, times)
+}
+
+fn min_median(t: &[f64]) -> (f64, f64) {
+    (t[0], t[t.len() / 2])
+}
+
+/// Read bandwidth in bytes/s: best of five sums over 512 MiB, two threads.
+fn bandwidth() -> f64 {
+    let words = 512usize << 20 >> 3;
+    let data: Vec<u64> = (0..words as u64).collect();
+    let sum = |part: &[u64]| {
+        let mut acc = [0u64; 8];
+        for c in part.chunks_exact(8) {
+            for j in 0..8 {
+                acc[j] = acc[j].wrapping_add(c[j]);
+            }
+        }
+        acc.iter().fold(0u64, |a, &b| a.wrapping_add(b))
+    };
+    let best = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let (a, b) = data.split_at(words / 2);
+            let s = std::thread::scope(|s| {
+                let h = s.spawn(|| sum(a));
+                sum(b).wrapping_add(h.join().unwrap())
+            });
+            std::hint::black_box(s);
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    (words * 8) as f64 / best
+}
+
+const SGEMM_SCRIPT: &str = r#"
+import time
+import numpy as np
+n = 2048
+a = np.random.rand(n, n).astype("float32")
+b = np.random.rand(n, n).astype("float32")
+np.matmul(a, b)
+best = min((lambda t: (np.matmul(a, b), time.perf_counter() - t)[1])(time.perf_counter()) for _ in range(5))
+print("sgemm_gflops", 2 * n**3 / best / 1e9)
+"#;
+
+/// VmHWM (peak resident set) of this process, in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Child mode: import `file`, call it once, print times and peak RSS.
+fn child(file: &str, variant: &str) {
+    let args = decode_inputs(variant_dtype(variant));
+    let base = peak_rss();
+    let t = Instant::now();
+    let f = mlx::import_function(file).unwrap();
+    let import = t.elapsed().as_secs_f64();
+    let rss_import = peak_rss();
+    let t = Instant::now();
+    mlx::eval(&f.call(&args).unwrap()).unwrap();
+    let first = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    mlx::eval(&f.call(&args).unwrap()).unwrap();
+    let second = t.elapsed().as_secs_f64();
+    println!("import {import}\nfirst {first}\nsecond {second}");
+    println!("rss_inputs {base}\nrss_import {rss_import}\nrss_call {}", peak_rss());
+}
+
+/// Runs the child mode in a fresh process and parses its lines.
+fn fresh_process(file: &Path, variant: &str) -> Option<std::collections::HashMap<String, f64>> {
+    let exe = std::env::current_exe().ok()?;
+    let out = Command::new(exe)
+        .args(["--child", file.to_str()?, variant])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("child failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// The native conversion of an MLX file, written beside it once.
+fn native_copy(mlx_file: &Path) -> PathBuf {
+    let native = mlx_file.with_extension("native");
+    if !native.exists() {
+        let f = mlx::import_function(mlx_file).unwrap();
+        mlx::export::write_table(&native, f.table(), mlx::Format::Native).unwrap();
+    }
+    native
+}
+
+fn list(var: &str, default: &str) -> Vec<String> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.to_string())
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.len() >= 4 && argv[1] == "--child" {
+        return child(&argv[2], &argv[3]);
+    }
+    let dir = std::env::var("LLM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/llm"));
+    let variants = list("LLM_VARIANTS", "f32,bf16,f16,q8g64,q4g64");
+    let prefill = list("LLM_PREFILL", "f32,bf16,q4g64");
+    let missing: Vec<&String> = variants
+        .iter()
+        .filter(|v| !dir.join(format!("{v}_decode.mlxfn")).exists())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "llm bench: no files for {missing:?} in {}; run\n  {} benches/llm/generate.py {} {}",
+            dir.display(),
+            python(),
+            dir.display(),
+            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+        );
+        return;
+    }
+    let bw = bandwidth();
+    let sgemm = python_figures("numpy sgemm", SGEMM_SCRIPT, &[]);
+    let sgemm = sgemm.get("sgemm_gflops").copied();
+    let mlx_times = if std::env::var("LLM_MLX").as_deref() == Ok("0") {
+        Default::default()
+    } else {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/llm/mlx_times.py");
+        let script = std::fs::read_to_string(&script).unwrap_or_default();
+        let script = format!(
+            "import sys; sys.path.insert(0, {:?})\n{script}",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/benches/llm")
+        );
+        let prefill_reps = std::env::var("LLM_MLX_PREFILL").unwrap_or_else(|_| "0".into());
+        let mut args = vec![dir.to_str().unwrap(), "5", &prefill_reps];
+        args.extend(variants.iter().map(|s| s.as_str()));
+        python_figures("Python MLX", &script, &args)
+    };
+    println!("read bandwidth (512 MiB, 2 threads): {:.1} GB/s", bw / 1e9);
+    match sgemm {
+        Some(g) => println!("numpy/OpenBLAS sgemm 2048^3: {g:.1} GFLOP/s"),
+        None => println!("numpy/OpenBLAS sgemm: not measured (no numpy)"),
+    }
+    println!(
+        "\n{:<7} {:>9} {:>9} {:>9} {:>7} {:>9} {:>7}",
+        "decode", "min ms", "median", "limit ms", "lim/us", "MLX ms", "MLX/us"
+    );
+    for v in &variants {
+        let file = dir.join(format!("{v}_decode.mlxfn"));
+        let bytes = std::fs::metadata(&file).unwrap().len() as f64;
+        let f = mlx::import_function(&file).unwrap();
+        let args = decode_inputs(variant_dtype(v));
+        let (_, times) = time_calls(&f, &args, DECODE_REPS);
+        let (lo, med) = min_median(&times);
+        let limit = bytes / bw;
+        let mlx_min = mlx_times.get(&format!("{v}_decode_min"));
+        println!(
+            "{v:<7} {:>9.2} {:>9.2} {:>9.2} {:>7.2} {:>9} {:>7}",
+            lo * 1e3,
+            med * 1e3,
+            limit * 1e3,
+            limit / lo,
+            mlx_min.map_or("-".into(), |m| format!("{:.1}", m * 1e3)),
+            mlx_min.map_or("-".into(), |m| format!("{:.1}", m / lo)),
+        );
+    }
+    println!(
+        "\n{:<7} {:>9} {:>9} {:>8} {:>9} {:>8}",
+        "prefill", "min ms", "median", "GFLOP/s", "/sgemm", "/f32"
+    );
+    let mut f32_prefill = None;
+    for v in prefill.iter().filter(|v| variants.contains(v)) {
+        let file = dir.join(format!("{v}_prefill.mlxfn"));
+        let Ok(f) = mlx::import_function(&file) else {
+            println!("{v:<7} (no {})", file.display());
+            continue;
+        };
+        let (_, times) = time_calls(&f, &prefill_inputs(), PREFILL_REPS);
+        let (lo, med) = min_median(&times);
+        if v == "f32" {
+            f32_prefill = Some(lo);
+        }
+        let gflops = prefill_flops() / lo / 1e9;
+        println!(
+            "{v:<7} {:>9.1} {:>9.1} {:>8.1} {:>9} {:>8}",
+            lo * 1e3,
+            med * 1e3,
+            gflops,
+            sgemm.map_or("-".into(), |g| format!("{:.2}", gflops / g)),
+            f32_prefill.map_or("-".into(), |f| format!("{:.2}", lo / f)),
+        );
+        if let Some(m) = mlx_times.get(&format!("{v}_prefill_min")) {
+            println!("        Python MLX prefill: {:.0} ms", m * 1e3);
+        }
+    }
+    println!(
+        "\nfresh process: import, first and second decode call, peak RSS (GB) after import / after the call"
+    );
+    for v in variants.iter().filter(|v| ["f32", "q4g64"].contains(&v.as_str())) {
+        let mlx_file = dir.join(format!("{v}_decode.mlxfn"));
+        let native = native_copy(&mlx_file);
+        let bytes = std::fs::metadata(&mlx_file).unwrap().len() as f64;
+        for (kind, file) in [("mlx", &mlx_file), ("native", &native)] {
+            let Some(r) = fresh_process(file, v) else {
+                continue;
+            };
+            let g = |k: &str| r.get(k).copied().unwrap_or(f64::NAN);
+            let inputs = g("rss_inputs");
+            println!(
+                "{v:<6} {kind:<7} import {:>8.1} ms  first {:>8.1} ms  second {:>7.1} ms  RSS {:.3} / {:.3} GB (+{:.2}x the file)",
+                g("import") * 1e3,
+                g("first") * 1e3,
+                g("second") * 1e3,
+                g("rss_import") / 1e9,
+                g("rss_call") / 1e9,
+                (g("rss_call") - inputs) / bytes,
+            );
+        }
+        if let Some(m) = mlx_times.get(&format!("{v}_import")) {
+            println!("{v:<6} Python MLX import {:.1} ms", m * 1e3);
+        }
+    }
+}

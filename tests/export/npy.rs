@@ -1,0 +1,37 @@
+//! `.npy` reading and writing.
+
+use crate::common;
+use mlx::{io, Array, Dtype};
+
+#[test]
+fn round_trip_every_dtype() {
+    let dir = std::env::temp_dir().join(format!("mlx-npy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let arrays = [
+        Array::from_slice(&[true, false, true], &[3]).unwrap(),
+        Array::from_slice(&[1u8, 2, 255], &[3]).unwrap(),
+        Array::from_slice(&[-1i64, 2, 3, 4], &[2, 2]).unwrap(),
+        Array::from_slice(&[half::f16::from_f32(1.5)], &[1]).unwrap(),
+        Array::scalar(2.5f64),
+    ];
+    for a in &arrays {
+        let p = dir.join("a.npy");
+        io::save_npy(&p, a).unwrap();
+        let b = io::load_npy(&p).unwrap();
+        common::assert_bits_eq(&b, a);
+    }
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let e = io::load_npy_bytes(b"not numpy at all", "x.npy")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("x.npy") && e.contains("magic"), "{e}");
+    let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    let mut bytes = io::save_npy_bytes(&a).unwrap();
+    bytes.pop();
+    let e = io::load_npy_bytes(&bytes, "t.npy").unwrap_err().to_string();
+    assert!(e.contains("needs 8 data bytes"), "{e}");
+    assert_eq!(Dtype::Float32, a.dtype());
+}

@@ -1,0 +1,390 @@
+//! Matrix products against MLX fixtures (tests/fixtures/linalg) and against
+//! a naive triple loop for random shapes, layouts and dtypes.
+
+use crate::common;
+
+use common::{as_f64, assert_close, npy};
+use mlx::{ops, Array, Data, Dtype, Spec};
+use proptest::prelude::*;
+
+fn load(name: &str) -> Array {
+    npy(&format!("linalg/{name}.npy"))
+}
+
+/// Tolerances for a product of length-k dot products in `dtype`.
+fn tol(dtype: Dtype) -> (f64, f64) {
+    match dtype {
+        Dtype::Float64 => (1e-12, 1e-12),
+        Dtype::Float32 | Dtype::Complex64 => (1e-5, 1e-5),
+        Dtype::Float16 => (2e-3, 2e-3),
+        _ => (1.6e-2, 1.6e-2),
+    }
+}
+
+const CASES: &[&str] = &[
+    "mm_2d",
+    "mm_vec_mat",
+    "mm_mat_vec",
+    "mm_vec_vec",
+    "mm_batched",
+    "mm_bcast",
+    "mm_batch_mat",
+    "mm_vec_batch",
+];
+
+#[test]
+fn matmul_fixtures_all_float_dtypes() {
+    for case in CASES {
+        for (tag, dtype) in [
+            ("f32", Dtype::Float32),
+            ("f16", Dtype::Float16),
+            ("bf16", Dtype::Bfloat16),
+        ] {
+            let a = ops::astype(&load(&format!("{case}_{tag}_a")), dtype).unwrap();
+            let b = ops::astype(&load(&format!("{case}_{tag}_b")), dtype).unwrap();
+            let want = ops::astype(&load(&format!("{case}_{tag}_out")), dtype).unwrap();
+            let got = ops::matmul(&a, &b).unwrap();
+            assert_eq!(got.dtype(), dtype, "{case} {tag}");
+            // MLX accumulates half types in f32 and rounds once, as we do;
+            // allow one rounding step of the output dtype.
+            let (r, t) = tol(dtype);
+            assert_close(&got, &want, r, t);
+        }
+    }
+}
+
+#[test]
+fn matmul_transposed_views() {
+    let a = ops::transpose(&load("mm_t_a"), &[]).unwrap();
+    let b = ops::transpose(&load("mm_t_b"), &[]).unwrap();
+    assert_close(&ops::matmul(&a, &b).unwrap(), &load("mm_t_out"), 1e-5, 1e-5);
+}
+
+#[test]
+fn matmul_complex64() {
+    let got = ops::matmul(&load("mm_c64_a"), &load("mm_c64_b")).unwrap();
+    assert_eq!(got.dtype(), Dtype::Complex64);
+    let want = load("mm_c64_out").to_vec::<mlx::Complex64>().unwrap();
+    for (g, w) in got.to_vec::<mlx::Complex64>().unwrap().iter().zip(&want) {
+        assert!((g - w).norm() <= 1e-5 * (1.0 + w.norm()), "{g} vs {w}");
+    }
+}
+
+#[test]
+fn addmm_fixtures() {
+    for case in [
+        "addmm_2d",
+        "addmm_full",
+        "addmm_batched",
+        "addmm_vec",
+        "addmm_batch_vec_c",
+    ] {
+        let c = load(&format!("{case}_c"));
+        let a = load(&format!("{case}_a"));
+        let b = load(&format!("{case}_b"));
+        let got = ops::addmm(&c, &a, &b, 1.5, -0.25).unwrap();
+        assert_close(&got, &load(&format!("{case}_out")), 1e-5, 1e-5);
+    }
+}
+
+#[test]
+fn addmm_half_types_and_complex() {
+    let c = load("addmm_2d_c");
+    let a = load("addmm_2d_a");
+    let b = load("addmm_2d_b");
+    let want = load("addmm_2d_out");
+    for dtype in [Dtype::Float16, Dtype::Bfloat16, Dtype::Float64] {
+        let cast = |x: &Array| ops::astype(x, dtype).unwrap();
+        let got = ops::addmm(&cast(&c), &cast(&a), &cast(&b), 1.5, -0.25).unwrap();
+        assert_eq!(got.dtype(), dtype);
+        // Inputs were rounded to the dtype, so compare loosely with the f32 result.
+        let (r, t) = tol(dtype);
+        assert_close(&got, &want, r * 4.0 + 1e-5, t * 4.0 + 1e-5);
+    }
+    let cc = ops::astype(&c, Dtype::Complex64).unwrap();
+    let got = ops::addmm(&cc, &a, &b, 1.5, -0.25).unwrap();
+    assert_eq!(got.dtype(), Dtype::Complex64);
+    let re: Vec<f64> = got
+        .to_vec::<mlx::Complex64>()
+        .unwrap()
+        .iter()
+        .map(|z| z.re as f64)
+        .collect();
+    for (g, w) in re.iter().zip(as_f64(&want)) {
+        assert!((g - w).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn inner_outer_tensordot_fixtures() {
+    let got = ops::inner(&load("inner_a"), &load("inner_b")).unwrap();
+    assert_close(&got, &load("inner_out"), 1e-5, 1e-5);
+    let got = ops::outer(&load("outer_a"), &load("outer_b")).unwrap();
+    assert_close(&got, &load("outer_out"), 1e-6, 1e-6);
+    let got = ops::tensordot(&load("tensordot_a"), &load("tensordot_b"), 2).unwrap();
+    assert_close(&got, &load("tensordot_out"), 1e-5, 1e-5);
+}
+
+/// Names of the primitives from `a` back to the inputs, depth first.
+fn graph_names(a: &Array) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![a.clone()];
+    while let Some(x) = stack.pop() {
+        if let Some((node, _)) = x.node() {
+            out.push(node.primitive().name().to_string());
+            stack.extend(node.inputs());
+        }
+    }
+    out
+}
+
+#[test]
+fn graphs_follow_mlx() {
+    // Same nodes as MLX's export of matmul((3,), (2, 3, 4)).
+    let a = Array::from_slice(&[1.0f32; 3], &[3]).unwrap();
+    let b = Array::from_slice(&[1.0f32; 24], &[2, 3, 4]).unwrap();
+    let out = ops::matmul(&a, &b).unwrap();
+    assert_eq!(out.shape(), &[2, 4]);
+    assert_eq!(
+        graph_names(&out),
+        ["Squeeze", "Matmul", "Broadcast", "ExpandDims"]
+    );
+    // Mixed dtypes get an AsType.
+    let h = ops::astype(
+        &Array::from_slice(&[1.0f32; 6], &[2, 3]).unwrap(),
+        Dtype::Float16,
+    )
+    .unwrap();
+    h.eval().unwrap();
+    let out = ops::matmul(&h, &a).unwrap();
+    assert_eq!(out.dtype(), Dtype::Float32);
+    assert_eq!(
+        graph_names(&out),
+        ["Squeeze", "Matmul", "ExpandDims", "AsType"]
+    );
+    // addmm with a 1-D `a`: c is reshaped, the result squeezed.
+    let c = Array::from_slice(&[1.0f32; 4], &[4]).unwrap();
+    let m = Array::from_slice(&[1.0f32; 12], &[3, 4]).unwrap();
+    let out = ops::addmm(&c, &a, &m, 2.0, 0.5).unwrap();
+    assert_eq!(out.shape(), &[4]);
+    assert_eq!(
+        graph_names(&out),
+        ["Squeeze", "AddMM", "Reshape", "ExpandDims"]
+    );
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![6.5; 4]);
+}
+
+#[test]
+fn errors_name_the_shapes() {
+    let a = Array::from_slice(&[1.0f32; 6], &[2, 3]).unwrap();
+    let b = Array::from_slice(&[1.0f32; 20], &[4, 5]).unwrap();
+    let e = ops::matmul(&a, &b).unwrap_err().to_string();
+    assert!(e.contains("[2, 3]") && e.contains("[4, 5]"), "{e}");
+    let e = ops::matmul(&Array::scalar(1.0f32), &b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at least one dimension"), "{e}");
+    let i = Array::from_slice(&[1i32; 6], &[2, 3]).unwrap();
+    let e = ops::matmul(&i, &ops::transpose(&i, &[]).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("inexact"), "{e}");
+    let c = Array::from_slice(&[1.0f32; 3], &[3]).unwrap();
+    let sq = Array::from_slice(&[1.0f32; 4], &[2, 2]).unwrap();
+    let e = ops::addmm(&c, &sq, &sq, 1.0, 1.0).unwrap_err().to_string();
+    assert!(e.contains("[3]"), "{e}");
+    let x = Array::from_slice(&[1.0f32; 24], &[2, 3, 4]).unwrap();
+    let y = Array::from_slice(&[1.0f32; 60], &[3, 4, 5]).unwrap();
+    let batch = Array::from_slice(&[1.0f32; 24], &[3, 2, 4]).unwrap();
+    let e = ops::matmul(&x, &ops::transpose(&batch, &[0, 2, 1]).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("broadcast"), "{e}");
+    assert!(ops::tensordot(&x, &y, 3).is_err());
+    assert!(ops::inner(&x, &b).is_err());
+}
+
+/// Row-major f64 reference: `alpha * a @ b + beta * c` for (batch, m, k) @ (batch, k, n).
+#[allow(clippy::too_many_arguments)]
+fn naive(
+    a: &[f64],
+    b: &[f64],
+    c: Option<&[f64]>,
+    nb: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f64,
+    beta: f64,
+) -> Vec<f64> {
+    let mut out = vec![0.0; nb * m * n];
+    for p in 0..nb {
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0.0;
+                for l in 0..k {
+                    s += a[(p * m + i) * k + l] * b[(p * k + l) * n + j];
+                }
+                let o = (p * m + i) * n + j;
+                out[o] = alpha * s + c.map_or(0.0, |c| beta * c[o]);
+            }
+        }
+    }
+    out
+}
+
+/// An array of `shape` whose storage is transposed in its last two axes
+/// (a column-major matrix per batch entry), holding the same values.
+fn col_major(x: &Array) -> Array {
+    let nd = x.ndim();
+    let mut perm: Vec<i32> = (0..nd as i32).collect();
+    perm.swap(nd - 1, nd - 2);
+    let t = ops::transpose(x, &perm).unwrap();
+    // Materialise the transposed layout, then view it back.
+    let vals = as_f64(&t);
+    let tt = ops::astype(&Array::from_slice(&vals, t.shape()).unwrap(), x.dtype()).unwrap();
+    tt.eval().unwrap();
+    ops::transpose(&tt, &perm).unwrap()
+}
+
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    // Small integers and halves: exact in every float dtype.
+    let mut g = common::Lcg::new(seed);
+    (0..n)
+        .map(|_| ((g.next_u64() >> 33) % 9) as f64 / 2.0 - 2.0)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn matches_naive_loop(
+        nb in 1usize..4, m in 0usize..9, k in 0usize..9, n in 0usize..9,
+        bcast_b in any::<bool>(), ta in any::<bool>(), tb in any::<bool>(),
+        with_c in any::<bool>(), dtype_i in 0usize..4, seed in any::<u64>(),
+    ) {
+        let dtype = [Dtype::Float32, Dtype::Float64, Dtype::Float16, Dtype::Bfloat16][dtype_i];
+        let av = values(nb * m * k, seed);
+        let bv = values(if bcast_b { k * n } else { nb * k * n }, seed ^ 1);
+        let cv = values(m * n, seed ^ 2);
+        let mk = |v: &[f64], shape: &[i32]| {
+            ops::astype(&Array::from_slice(v, shape).unwrap(), dtype).unwrap()
+        };
+        let mut a = mk(&av, &[nb as i32, m as i32, k as i32]);
+        let mut b = if bcast_b {
+            mk(&bv, &[k as i32, n as i32])
+        } else {
+            mk(&bv, &[nb as i32, k as i32, n as i32])
+        };
+        if ta { a = col_major(&a); }
+        if tb { b = col_major(&b); }
+        let bfull: Vec<f64> = if bcast_b {
+            (0..nb).flat_map(|_| bv.iter().copied()).collect()
+        } else {
+            bv.clone()
+        };
+        let (alpha, beta) = (1.5, -0.5);
+        let (got, want) = if with_c {
+            let c = mk(&cv, &[m as i32, n as i32]);
+            let cfull: Vec<f64> = (0..nb).flat_map(|_| cv.iter().copied()).collect();
+            (
+                ops::addmm(&c, &a, &b, alpha as f32, beta as f32).unwrap(),
+                naive(&av, &bfull, Some(&cfull), nb, m, k, n, alpha, beta),
+            )
+        } else {
+            (ops::matmul(&a, &b).unwrap(), naive(&av, &bfull, None, nb, m, k, n, 1.0, 0.0))
+        };
+        prop_assert_eq!(got.shape(), &[nb as i32, m as i32, n as i32]);
+        prop_assert_eq!(got.dtype(), dtype);
+        let (r, t) = tol(dtype);
+        for (i, (g, w)) in as_f64(&got).iter().zip(&want).enumerate() {
+            prop_assert!((g - w).abs() <= t * 8.0 + r * w.abs(), "element {}: {} vs {}", i, g, w);
+        }
+    }
+}
+
+#[test]
+fn strided_and_broadcast_operands() {
+    // a is every other column of a wider buffer; b is a stride-0 row broadcast.
+    let buf: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let base = Array::from_slice(&buf, &[3, 8]).unwrap();
+    let d = base.data().unwrap();
+    let a = Array::from_data(
+        Data {
+            buffer: d.buffer.clone(),
+            strides: vec![8, 2],
+            offset: 1,
+        },
+        Spec::new([3, 4], Dtype::Float32),
+    );
+    let row = Array::from_slice(&[1.0f32, 2.0], &[1, 2]).unwrap();
+    let b = ops::broadcast_to(&row, &[4, 2]).unwrap();
+    let got = ops::matmul(&a, &b).unwrap().to_vec::<f32>().unwrap();
+    let mut want = Vec::new();
+    for i in 0..3 {
+        let s: f32 = (0..4).map(|j| (i * 8 + 1 + 2 * j) as f32).sum();
+        want.extend([s, 2.0 * s]);
+    }
+    assert_eq!(got, want);
+}
+
+#[test]
+fn large_and_many_small_products_use_the_parallel_paths() {
+    // One product above the threading threshold, a tall merged product,
+    // and a batch of many small ones.
+    for (sa, sb) in [
+        (vec![70, 90], vec![90, 80]),
+        (vec![6, 40, 30], vec![30, 50]),
+        (vec![600, 4, 5], vec![600, 5, 3]),
+    ] {
+        let na: usize = sa.iter().product::<i32>() as usize;
+        let nb: usize = sb.iter().product::<i32>() as usize;
+        let av = values(na, 3);
+        let bv = values(nb, 4);
+        let a = Array::from_slice(&av, &sa).unwrap();
+        let b = Array::from_slice(&bv, &sb).unwrap();
+        let got = as_f64(&ops::matmul(&a, &b).unwrap());
+        let k = *sa.last().unwrap() as usize;
+        let m = sa[sa.len() - 2] as usize;
+        let n = *sb.last().unwrap() as usize;
+        let batch = na / (m * k);
+        let bfull: Vec<f64> = if sb.len() == 2 {
+            (0..batch).flat_map(|_| bv.iter().copied()).collect()
+        } else {
+            bv.clone()
+        };
+        let want = naive(&av, &bfull, None, batch, m, k, n, 1.0, 0.0);
+        assert_eq!(got, want, "{sa:?} @ {sb:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// One row times a matrix (a batch-1 linear layer) takes its own
+    /// memory-bound path, threaded above 2^18 multiply-adds; both weight
+    /// layouts (`x @ W` and `x @ W.T`) and a strided row. Small halves sum
+    /// exactly in f32, so the result must equal the f64 loop exactly.
+    #[test]
+    fn one_row_products_match_naive_loop(
+        k in 1usize..1500, n in 1usize..600, tb in any::<bool>(),
+        strided_x in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let av = values(k, seed);
+        let bv = values(k * n, seed ^ 1);
+        let a = if strided_x {
+            // Column 0 of a [k, 2] matrix, seen as a [1, k] row with stride 2.
+            let wide: Vec<f64> = av.iter().flat_map(|&v| [v, 9.0]).collect();
+            let m = ops::astype(&Array::from_slice(&wide, &[k as i32, 2]).unwrap(), Dtype::Float32).unwrap();
+            let col = ops::slice(&m, &[0, 0], &[k as i32, 1], &[1, 1]).unwrap();
+            ops::transpose(&col, &[1, 0]).unwrap()
+        } else {
+            ops::astype(&Array::from_slice(&av, &[1, k as i32]).unwrap(), Dtype::Float32).unwrap()
+        };
+        let mut b = ops::astype(&Array::from_slice(&bv, &[k as i32, n as i32]).unwrap(), Dtype::Float32).unwrap();
+        if tb { b = col_major(&b); }
+        let got = as_f64(&ops::matmul(&a, &b).unwrap());
+        prop_assert_eq!(got, naive(&av, &bv, None, 1, 1, k, n, 1.0, 0.0));
+    }
+}

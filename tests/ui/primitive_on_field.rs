@@ -1,0 +1,20 @@
+// #[primitive(..)] describes the struct; on a field it is an error at the attribute.
+use mlx::{Array, Data, Result, Spec};
+
+#[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+struct Scale {
+    #[primitive(name = "Factor")]
+    #[state]
+    factor: f32,
+}
+
+impl mlx::Primitive for Scale {
+    fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
+        Ok(inputs.to_vec())
+    }
+    fn eval(&self, _: &[Array], _: &[Spec]) -> Result<Vec<Data>> {
+        Ok(Vec::new())
+    }
+}
+
+fn main() {}
