@@ -26,7 +26,29 @@ pub struct Model {
     /// `#[primitive(elementwise)]`: each output element depends only on the
     /// same element of each input (compile fuses chains of such primitives).
     pub elementwise: bool,
+    /// The first MLX release that has this primitive: `#[primitive(mlx)]`
+    /// (every release this library reads) or `#[primitive(mlx_since = "..")]`.
+    /// `None`: not an MLX primitive, so MLX files cannot hold it.
+    pub mlx: Option<MlxSince>,
+    /// `#[primitive(mlx_alias("Old", before = "x.y.z"))]`: the name MLX
+    /// releases before `x.y.z` write for this primitive.
+    pub mlx_aliases: Vec<(LitStr, Release)>,
     pub fields: Vec<Field>,
+}
+
+/// A release number from an attribute, checked at parse time.
+#[derive(Clone)]
+pub struct Release {
+    pub lit: LitStr,
+    pub numbers: [u16; 3],
+}
+
+/// Since when MLX has a primitive.
+pub enum MlxSince {
+    /// Every release this library reads.
+    Always,
+    /// From this release on.
+    Release(Release),
 }
 
 /// One named field of the struct.
@@ -39,6 +61,15 @@ pub struct Field {
     pub default: bool,
     /// `#[state(skip_mlx)]`: not part of MLX's wire state; `Default` on MLX import.
     pub skip_mlx: bool,
+    /// `#[state(mlx_since = "..")]`: in MLX's layout from this release on.
+    pub mlx_since: Option<Release>,
+    /// `#[state(mlx_absent = expr)]`: the value releases before `mlx_since`
+    /// behave as (default: `Default::default()`).
+    pub mlx_absent: Option<syn::Expr>,
+    /// `#[state(mlx_from_outputs)]`: releases before `mlx_since` take the
+    /// value from the recorded output shapes, so leaving it out loses
+    /// nothing (the primitive's `adopt_recorded_specs` restores it).
+    pub mlx_from_outputs: bool,
 }
 
 impl Field {
@@ -59,7 +90,14 @@ impl Model {
             );
         }
         let fields = struct_fields(cx, input);
-        let (name, aliases, krate, elementwise) = primitive_attr(cx, input);
+        let PrimitiveAttr {
+            name,
+            aliases,
+            krate,
+            elementwise,
+            mlx,
+            mlx_aliases,
+        } = primitive_attr(cx, input);
         Model {
             ident: input.ident.clone(),
             generics: input.generics.clone(),
@@ -67,6 +105,8 @@ impl Model {
             aliases,
             krate,
             elementwise,
+            mlx,
+            mlx_aliases,
             fields: fields.iter().filter_map(|f| field(cx, f)).collect(),
         }
     }
@@ -103,13 +143,41 @@ fn struct_fields<'a>(cx: &mut Ctxt, input: &'a DeriveInput) -> Vec<&'a syn::Fiel
     }
 }
 
-/// `#[primitive(name = "..", aliases("..", ..), crate = "..", elementwise)]`
-/// on the struct (over one attribute or several).
-fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, syn::Path, bool) {
+/// What `#[primitive(..)]` says.
+struct PrimitiveAttr {
+    name: LitStr,
+    aliases: Vec<LitStr>,
+    krate: syn::Path,
+    elementwise: bool,
+    mlx: Option<MlxSince>,
+    mlx_aliases: Vec<(LitStr, Release)>,
+}
+
+/// A release literal `"major.minor.patch"`.
+pub fn release(lit: LitStr) -> syn::Result<Release> {
+    let v = lit.value();
+    let parts: Vec<Option<u16>> = v.split('.').map(|p| p.parse().ok()).collect();
+    match parts.as_slice() {
+        [Some(a), Some(b), Some(c)] => Ok(Release {
+            numbers: [*a, *b, *c],
+            lit,
+        }),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!("expected an MLX release like \"0.29.0\", found \"{v}\""),
+        )),
+    }
+}
+
+/// `#[primitive(name = "..", aliases("..", ..), crate = "..", elementwise, mlx |
+/// mlx_since = "..", mlx_alias("..", before = ".."))]` on the struct.
+fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> PrimitiveAttr {
     let mut name: Option<LitStr> = None;
     let mut elementwise = false;
     let mut aliases = Vec::new();
     let mut krate: Option<syn::Path> = None;
+    let mut mlx: Option<MlxSince> = None;
+    let mut mlx_aliases = Vec::new();
     for attr in input
         .attrs
         .iter()
@@ -142,11 +210,35 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, s
                     ));
                 }
                 krate = Some(lit.parse()?);
+            } else if meta.path.is_ident("mlx") || meta.path.is_ident("mlx_since") {
+                if mlx.is_some() {
+                    return Err(meta.error("duplicate `mlx` / `mlx_since` in #[primitive(..)]"));
+                }
+                mlx = Some(if meta.path.is_ident("mlx") {
+                    MlxSince::Always
+                } else {
+                    MlxSince::Release(release(meta.value()?.parse()?)?)
+                });
+            } else if meta.path.is_ident("mlx_alias") {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let old: LitStr = content.parse()?;
+                content.parse::<syn::Token![,]>()?;
+                let key: Ident = content.parse()?;
+                if key != "before" {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "expected `before = \"x.y.z\"` after the old name in mlx_alias(..)",
+                    ));
+                }
+                content.parse::<syn::Token![=]>()?;
+                let until = release(content.parse()?)?;
+                mlx_aliases.push((old, until));
             } else {
                 return Err(unknown_key(
                     &meta,
                     "#[primitive(..)]",
-                    "`name`, `aliases`, `crate` or `elementwise`",
+                    "`name`, `aliases`, `crate`, `elementwise`, `mlx`, `mlx_since` or `mlx_alias`",
                 ));
             }
             Ok(())
@@ -158,7 +250,14 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> (LitStr, Vec<LitStr>, s
     let name =
         name.unwrap_or_else(|| LitStr::new(&input.ident.unraw().to_string(), input.ident.span()));
     let krate = krate.unwrap_or_else(|| syn::parse_quote!(::mlx));
-    (name, aliases, krate, elementwise)
+    PrimitiveAttr {
+        name,
+        aliases,
+        krate,
+        elementwise,
+        mlx,
+        mlx_aliases,
+    }
 }
 
 /// One field and its `#[state(..)]` attribute.
@@ -169,6 +268,9 @@ fn field(cx: &mut Ctxt, f: &syn::Field) -> Option<Field> {
         state: false,
         default: false,
         skip_mlx: false,
+        mlx_since: None,
+        mlx_absent: None,
+        mlx_from_outputs: false,
     };
     let mut seen: Option<&Attribute> = None;
     for attr in &f.attrs {
@@ -195,15 +297,31 @@ fn field(cx: &mut Ctxt, f: &syn::Field) -> Option<Field> {
             continue;
         }
         let res = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("mlx_since") {
+                if out.mlx_since.is_some() {
+                    return Err(meta.error("duplicate key in #[state(..)]"));
+                }
+                out.mlx_since = Some(release(meta.value()?.parse()?)?);
+                return Ok(());
+            }
+            if meta.path.is_ident("mlx_absent") {
+                if out.mlx_absent.is_some() {
+                    return Err(meta.error("duplicate key in #[state(..)]"));
+                }
+                out.mlx_absent = Some(meta.value()?.parse()?);
+                return Ok(());
+            }
             let flag = if meta.path.is_ident("default") {
                 &mut out.default
             } else if meta.path.is_ident("skip_mlx") {
                 &mut out.skip_mlx
+            } else if meta.path.is_ident("mlx_from_outputs") {
+                &mut out.mlx_from_outputs
             } else {
                 return Err(unknown_key(
                     &meta,
                     "#[state(..)]",
-                    "`default` or `skip_mlx`",
+                    "`default`, `skip_mlx`, `mlx_since`, `mlx_absent` or `mlx_from_outputs`",
                 ));
             };
             if *flag {

@@ -8,7 +8,8 @@ use syn::LitStr;
 pub fn check(cx: &mut Ctxt, model: &Model) {
     check_name(cx, &model.name, "name");
     let mut seen = vec![model.name.value()];
-    for alias in &model.aliases {
+    let old_names = model.mlx_aliases.iter().map(|(old, _)| old);
+    for alias in model.aliases.iter().chain(old_names) {
         check_name(cx, alias, "alias");
         let a = alias.value();
         if seen.contains(&a) {

@@ -8,7 +8,7 @@
 //! Every use of a field's type is spanned on that type: if the type lacks a
 //! codec (`StateField`) or `Default`, the error points at the field.
 
-use crate::attr::{Field, Model};
+use crate::attr::{Field, MlxSince, Model, Release};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -34,9 +34,40 @@ pub fn expand(model: &Model) -> TokenStream {
              <#ty as #p::StateField>::to_cbor(&self.#id))
         }
     });
+    let version = |r: &Release| {
+        let [a, b, c] = r.numbers;
+        quote!(#p::MlxVersion::new(#a, #b, #c))
+    };
+    // The value a release without the field behaves as.
+    let absent = |f: &Field| {
+        let ty = &f.ty;
+        match &f.mlx_absent {
+            Some(e) => quote!({ let __absent: #ty = #e; __absent }),
+            None => quote_spanned!(ty.span()=> <#ty as ::core::default::Default>::default()),
+        }
+    };
     let mlx_writes = state.iter().filter(|f| !f.skip_mlx).map(|f| {
-        let (id, ty) = (&f.ident, &f.ty);
-        quote_spanned!(ty.span()=> <#ty as #p::StateField>::write_mlx(&self.#id, __w);)
+        let (id, ty, key) = (&f.ident, &f.ty, f.key());
+        let write = quote_spanned!(ty.span()=> <#ty as #p::StateField>::write_mlx(&self.#id, __w););
+        match &f.mlx_since {
+            None => write,
+            Some(since) => {
+                let since = version(since);
+                let lost = if f.mlx_from_outputs {
+                    quote!()
+                } else {
+                    let absent = absent(f);
+                    quote! {
+                        else if <#ty as #p::StateField>::to_state(&self.#id)
+                            != <#ty as #p::StateField>::to_state(&#absent)
+                        {
+                            __w.missing_field(#name, #key, #since);
+                        }
+                    }
+                };
+                quote!(if __w.target >= #since { #write } #lost)
+            }
+        }
     });
     let cbor_inits = model.fields.iter().map(|f| {
         let (id, ty, key) = (&f.ident, &f.ty, f.key());
@@ -62,7 +93,14 @@ pub fn expand(model: &Model) -> TokenStream {
         let value = if !f.state || f.skip_mlx {
             quote_spanned!(ty.span()=> <#ty as ::core::default::Default>::default())
         } else {
-            quote_spanned!(ty.span()=> <#ty as #p::StateField>::read_mlx(__r)?)
+            let read = quote_spanned!(ty.span()=> <#ty as #p::StateField>::read_mlx(__r)?);
+            match &f.mlx_since {
+                None => read,
+                Some(since) => {
+                    let (since, absent) = (version(since), absent(f));
+                    quote!(if __r.version >= #since { #read } else { #absent })
+                }
+            }
         };
         quote!(#id: #value)
     });
@@ -73,6 +111,27 @@ pub fn expand(model: &Model) -> TokenStream {
             }
         )
     });
+    let mlx_since = match &model.mlx {
+        None => quote!(::core::option::Option::None),
+        Some(MlxSince::Always) => quote!(::core::option::Option::Some(#p::MlxVersion::OLDEST)),
+        Some(MlxSince::Release(r)) => {
+            let v = version(r);
+            quote!(::core::option::Option::Some(#v))
+        }
+    };
+    let mlx_old_names = model.mlx_aliases.iter().map(|(old, before)| {
+        let before = version(before);
+        quote!((#old, #before))
+    });
+    let mut layout_changes: Vec<[u16; 3]> = state
+        .iter()
+        .filter_map(|f| f.mlx_since.as_ref().map(|r| r.numbers))
+        .collect();
+    layout_changes.sort_unstable();
+    layout_changes.dedup();
+    let layout_changes = layout_changes
+        .iter()
+        .map(|[a, b, c]| quote!(#p::MlxVersion::new(#a, #b, #c)));
     // The user's `impl Primitive` is checked here, at the struct's name.
     let as_primitive = quote_spanned! {ident.span()=>
         fn __as_primitive(__x: #ident) -> ::std::boxed::Box<dyn #p::Primitive> {
@@ -126,6 +185,9 @@ pub fn expand(model: &Model) -> TokenStream {
                     aliases: &[#(#aliases),*],
                     decode_cbor: __decode_cbor,
                     decode_mlx: __decode_mlx,
+                    mlx_since: #mlx_since,
+                    mlx_old_names: &[#(#mlx_old_names),*],
+                    mlx_layout_changes: &[#(#layout_changes),*],
                 }
             }
         };

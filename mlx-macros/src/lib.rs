@@ -16,10 +16,18 @@
 //!   to it. `crate = "path"` names the `mlx` crate when a dependency was
 //!   renamed (default `::mlx`). `elementwise`: output element `i` depends
 //!   only on element `i` of each input (compile fuses chains of these).
+//!   `mlx` marks a primitive every MLX release
+//!   this library reads has (so MLX files may hold it), `mlx_since = "x.y.z"`
+//!   one MLX added in that release, and `mlx_alias("Old", before = "x.y.z")`
+//!   the name releases before `x.y.z` write for it.
 //! - `#[state]` on a field: part of the primitive's state, in declaration
 //!   order. `#[state(default)]`: may be missing from a native file (decoded
-//!   as `Default`). `#[state(skip_mlx)]`: not in MLX's wire layout (decoded
-//!   as `Default` from MLX files).
+//!   as `Default`). `#[state(mlx_since = "x.y.z")]`: in MLX's layout from
+//!   that release on; older files decode it as `mlx_absent = expr` (default
+//!   `Default::default()`), and writing for an older release refuses a value
+//!   other than that one, unless `mlx_from_outputs` says older releases take
+//!   it from the recorded output shapes. `#[state(skip_mlx)]`: not in MLX's
+//!   wire layout (decoded as `Default` from MLX files).
 //! - Fields without `#[state]` are caches, rebuilt with `Default` on decode.
 
 mod attr;

@@ -73,8 +73,8 @@ pub mod __private {
     pub use crate::error::Result;
     pub use crate::primitive::{
         assert_state_field, cbor_field, cbor_field_or_default, cbor_field_with,
-        cbor_field_with_default, cbor_map, IntoPrimitive, MlxReader, MlxWriter, Primitive,
-        PrimitiveEntry, PrimitiveState, StateField, StateValue,
+        cbor_field_with_default, cbor_map, IntoPrimitive, MlxReader, MlxVersion, MlxWriter,
+        Primitive, PrimitiveEntry, PrimitiveState, StateField, StateValue,
     };
     pub use ciborium::Value as CborValue;
     pub use inventory;

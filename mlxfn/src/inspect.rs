@@ -53,6 +53,7 @@ pub fn inspect(file: &Path, as_json: bool) -> Result<(), Failure> {
         mlx::Format::Native => "native",
         mlx::Format::Mlx => "mlx",
     };
+    let readers = mlx_readers(&f);
     if as_json {
         let fns: Vec<_> = functions
             .iter()
@@ -71,6 +72,16 @@ pub fn inspect(file: &Path, as_json: bool) -> Result<(), Failure> {
             "file": file.display().to_string(),
             "format": format,
             "writer_version": f.writer_version(),
+            "mlx_readers": readers.as_ref().map_or_else(
+                |e| json!({ "error": e }),
+                |(r, note)| json!({
+                    "text": r.to_string(),
+                    "first": r.known().map(|k| k.0.to_string()),
+                    "last": r.known().map(|k| k.1.to_string()),
+                    "before": r.before.map(|b| b.to_string()),
+                    "note": note,
+                }),
+            ),
             "metadata": f.metadata(),
             "shapeless": f.shapeless(),
             "functions": fns,
@@ -91,6 +102,10 @@ pub fn inspect(file: &Path, as_json: bool) -> Result<(), Failure> {
         "format:     {format} (written by version {})",
         f.writer_version()
     );
+    match &readers {
+        Ok((r, note)) => println!("mlx reads:  {r}{note}"),
+        Err(e) => println!("mlx reads:  none ({e})"),
+    }
     println!("metadata:   {:?}", f.metadata());
     println!(
         "shapeless:  {}",
@@ -117,4 +132,23 @@ pub fn inspect(file: &Path, as_json: bool) -> Result<(), Failure> {
         human_bytes(const_bytes)
     );
     Ok(())
+}
+
+/// Which MLX releases can import the file: for an MLX file, those that lay
+/// it out as its writer did; for a native file, what `mlxfn convert --to
+/// mlx` would write (with the note saying so).
+fn mlx_readers(
+    f: &mlx::ImportedFunction,
+) -> Result<(mlx::export::mlx::ReaderRange, &'static str), String> {
+    use mlx::export::mlx::{layout_of, readers};
+    let (layout, note) = match f.format() {
+        mlx::Format::Mlx => (layout_of(f.writer_version()), ""),
+        mlx::Format::Native => (
+            mlx::primitive::MlxVersion::NEWEST,
+            " (after `mlxfn convert --to mlx`; this native file itself is for this library only)",
+        ),
+    };
+    readers(f.table(), layout)
+        .map(|r| (r, note))
+        .map_err(|e| e.to_string())
 }

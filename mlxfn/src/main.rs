@@ -55,6 +55,11 @@ enum Cmd {
         /// Python MLX on CPU can run e.g. a Metal export.
         #[arg(long)]
         decompose_fast: bool,
+        /// With `--to mlx`: write for this MLX release (e.g. 0.28.0), which
+        /// may be older than the newest; refused if the graph uses a
+        /// primitive or state the release lacks.
+        #[arg(long = "mlx-version", value_name = "V")]
+        mlx_version: Option<String>,
     },
     /// Parse everything and check every checksum; exit 0 if sound, 1 if not.
     Verify { file: PathBuf },
@@ -147,7 +152,8 @@ fn main() -> ExitCode {
             output,
             to,
             decompose_fast,
-        } => convert(&input, &output, to, decompose_fast),
+            mlx_version,
+        } => convert(&input, &output, to, decompose_fast, mlx_version.as_deref()),
         Cmd::Verify { file } => verify(&file),
         Cmd::Generate {
             dir,
@@ -200,7 +206,18 @@ fn convert(
     output: &std::path::Path,
     to: Target,
     decompose_fast: bool,
+    mlx_version: Option<&str>,
 ) -> Result<(), Failure> {
+    let release = match (mlx_version, &to) {
+        (None, _) => None,
+        (Some(v), Target::Mlx) => Some(v.parse::<mlx::export::MlxVersion>()?),
+        (Some(_), Target::Native) => {
+            return Err(Failure {
+                code: 2,
+                msg: "--mlx-version needs --to mlx (the native format has no MLX release)".into(),
+            })
+        }
+    };
     let pb = progress(3, "converting");
     let f = mlx::import_function(input)?;
     pb.inc(1);
@@ -212,11 +229,16 @@ fn convert(
         Target::Native => mlx::Format::Native,
         Target::Mlx => mlx::Format::Mlx,
     };
-    if decompose_fast {
-        let table = mlx::export::decompose_fast(f.table())?;
-        mlx::export::write_table(output, &table, format)?;
+    let decomposed;
+    let table = if decompose_fast {
+        decomposed = mlx::export::decompose_fast(f.table())?;
+        &decomposed
     } else {
-        mlx::export::write_table(output, f.table(), format)?;
+        f.table()
+    };
+    match release {
+        Some(r) => mlx::export::write_table_for_mlx(output, table, r)?,
+        None => mlx::export::write_table(output, table, format)?,
     }
     pb.finish_and_clear();
     println!(

@@ -211,7 +211,12 @@ fn check_compiled(
     }
 }
 
-fn check_signatures(f: &mlx::ImportedFunction, meta: &Value, file: &str) {
+fn check_signatures(
+    f: &mlx::ImportedFunction,
+    meta: &Value,
+    file: &str,
+    case_version: Option<&str>,
+) {
     assert_eq!(f.format(), Format::Mlx);
     assert_eq!(
         f.signatures().len() as u64,
@@ -220,7 +225,8 @@ fn check_signatures(f: &mlx::ImportedFunction, meta: &Value, file: &str) {
     );
     assert_eq!(f.shapeless(), meta["shapeless"].as_bool().unwrap());
     assert_eq!(f.metadata(), meta["metadata"].as_str().unwrap());
-    assert_eq!(f.writer_version(), "0.32.4");
+    let written_by = case_version.unwrap_or("0.32.4");
+    assert_eq!(f.writer_version(), written_by, "{file}");
     for (sig, want) in f
         .signatures()
         .iter()
@@ -268,7 +274,7 @@ pub fn run_case(root: &str, name: &str) {
     for (file, meta) in case["files"].as_object().unwrap() {
         let f =
             mlx::import_function(dir.join(file)).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
-        check_signatures(&f, meta, file);
+        check_signatures(&f, meta, file, case["mlx_version"].as_str());
         run_calls(&dir, &case, file, &f, &format!("{name}/{file} (MLX)"), true);
 
         let native = tmp.join("native.mlxfn");

@@ -3,7 +3,7 @@
 use super::decompose::{decompose_tape, Expand};
 use super::signature::{list, Signature};
 use super::tape::{FunctionTable, Tape};
-use super::{write_table, ExportOptions};
+use super::{write_table, write_table_for_mlx, ExportOptions, Format, MlxVersion};
 use crate::primitive::{Spec, StateValue};
 use crate::trace_flag::ShapelessGuard;
 use crate::transforms::simplify::simplify;
@@ -59,6 +59,7 @@ where
         opts: opts.clone(),
         traces: Traces::new(opts),
         finished: false,
+        mlx_release: None,
     })
 }
 
@@ -69,6 +70,8 @@ pub struct FunctionExporter<G> {
     opts: ExportOptions,
     traces: Traces,
     finished: bool,
+    /// Set by [`FunctionExporter::for_mlx`].
+    mlx_release: Option<MlxVersion>,
 }
 
 impl<G> FunctionExporter<G>
@@ -84,6 +87,15 @@ where
         self.traces.add(&self.f, args, kwargs).map(|_| ())
     }
 
+    /// Writes the file in MLX's format for MLX `release` (see
+    /// [`write_table_for_mlx`](super::write_table_for_mlx)), whatever the
+    /// options' format says.
+    pub fn for_mlx(mut self, release: MlxVersion) -> Self {
+        self.mlx_release = Some(release);
+        self.opts.format = Format::Mlx;
+        self
+    }
+
     /// Writes the file (atomically) and closes the exporter.
     pub fn finish(mut self) -> Result<()> {
         self.finished = true;
@@ -96,14 +108,23 @@ where
                 "nothing to write: no function was traced".into(),
             ));
         }
-        write_table(&self.path, &self.traces.table, self.opts.format)
+        self.write_file()
+    }
+}
+
+impl<G> FunctionExporter<G> {
+    fn write_file(&self) -> Result<()> {
+        match self.mlx_release {
+            Some(r) => write_table_for_mlx(&self.path, &self.traces.table, r),
+            None => write_table(&self.path, &self.traces.table, self.opts.format),
+        }
     }
 }
 
 impl<G> Drop for FunctionExporter<G> {
     fn drop(&mut self) {
         if !self.finished && !self.traces.table.functions.is_empty() {
-            let _ = write_table(&self.path, &self.traces.table, self.opts.format);
+            let _ = self.write_file();
         }
     }
 }

@@ -18,132 +18,89 @@
 
 use super::tape::{FunctionTable, Tape, TapeEntry, ValueRef};
 use crate::buffer::Buffer;
-use crate::primitive::{lookup, registered, MlxReader, MlxWriter, Spec, StateField};
+use crate::primitive::{
+    lookup, mlx_names, registered, MlxReader, MlxVersion, MlxWriter, Spec, StateField,
+};
 use crate::{Array, Data, Dtype, Error, Result};
 use std::collections::HashMap;
 
-/// The version string written into files (MLX's importer ignores it).
-pub const WRITTEN_VERSION: &str = "0.32.4";
+/// The primitive names MLX `release` can import, as far as this library
+/// implements them, from the registered primitives' `mlx` attributes.
+pub fn registry(release: MlxVersion) -> Vec<&'static str> {
+    mlx_names(release)
+}
 
-/// Primitive names MLX 0.32.4 can import (its serialization registry).
-pub const MLX_REGISTRY: &[&str] = &[
-    "Abs",
-    "Add",
-    "AddMM",
-    "Arange",
-    "ArcCos",
-    "ArcCosh",
-    "ArcSin",
-    "ArcSinh",
-    "ArcTan",
-    "ArcTan2",
-    "ArcTanh",
-    "ArgPartition",
-    "ArgReduce",
-    "ArgSort",
-    "AsStrided",
-    "AsType",
-    "BitwiseBinary",
-    "BlockMaskedMM",
-    "Broadcast",
-    "BroadcastAxes",
-    "Ceil",
-    "Cholesky",
-    "Concatenate",
-    "Conjugate",
-    "Convolution",
-    "Copy",
-    "Cos",
-    "Cosh",
-    "CustomKernel",
-    "Depends",
-    "DivMod",
-    "Divide",
-    "DynamicSlice",
-    "DynamicSliceUpdate",
-    "Eig",
-    "Eigh",
-    "Equal",
-    "Erf",
-    "ErfInv",
-    "Exp",
-    "ExpandDims",
-    "Expm1",
-    "FFT",
-    "Flatten",
-    "Floor",
-    "FloorDivide",
-    "Full",
-    "Gather",
-    "GatherAxis",
-    "GatherMM",
-    "GatherQMM",
-    "Greater",
-    "GreaterEqual",
-    "Hadamard",
-    "Imag",
-    "Inverse",
-    "LayerNorm",
-    "LayerNormVJP",
-    "Less",
-    "LessEqual",
-    "Log",
-    "Log1p",
-    "LogAddExp",
-    "LogSumExp",
-    "LogicalAnd",
-    "LogicalNot",
-    "LogicalOr",
-    "MaskedScatter",
-    "Matmul",
-    "Maximum",
-    "Minimum",
-    "Multiply",
-    "Negative",
-    "NotEqual",
-    "NumberOfElements",
-    "Pad",
-    "Partition",
-    "Power",
-    "QRF",
-    "Quantize",
-    "QuantizedMatmul",
-    "RMSNorm",
-    "RMSNormVJP",
-    "RandomBits",
-    "Real",
-    "Reduce",
-    "Remainder",
-    "Reshape",
-    "RoPE",
-    "Round",
-    "SVD",
-    "ScaledDotProductAttention",
-    "Scan",
-    "Scatter",
-    "ScatterAxis",
-    "SearchSorted",
-    "Select",
-    "Sigmoid",
-    "Sign",
-    "Sin",
-    "Sinh",
-    "Slice",
-    "SliceUpdate",
-    "Softmax",
-    "Sort",
-    "Split",
-    "Sqrt",
-    "Square",
-    "Squeeze",
-    "StopGradient",
-    "Subtract",
-    "Tan",
-    "Tanh",
-    "Transpose",
-    "Unflatten",
-    "View",
-];
+/// The release whose layout a file's version string names: the string's
+/// leading release number, or the newest known layout when it has none
+/// (MLX ignores the string, so hand-made files may carry anything).
+pub fn layout_of(version: &str) -> MlxVersion {
+    MlxVersion::parse_prefix(version).unwrap_or(MlxVersion::NEWEST)
+}
+
+/// The MLX releases that can import a file: from `first` up to, not
+/// including, `before` (`None`: every later release this library knows,
+/// and newer ones that keep the layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReaderRange {
+    pub first: MlxVersion,
+    pub before: Option<MlxVersion>,
+}
+
+impl ReaderRange {
+    /// The known releases in the range, first and last.
+    pub fn known(&self) -> Option<(MlxVersion, MlxVersion)> {
+        let inside = |v: &&MlxVersion| **v >= self.first && self.before.map_or(true, |b| **v < b);
+        let mut it = MlxVersion::RELEASES.iter().filter(inside);
+        let first = *it.next()?;
+        Some((first, *it.last().unwrap_or(&first)))
+    }
+}
+
+impl std::fmt::Display for ReaderRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.known(), self.before) {
+            (None, _) => write!(f, "no known MLX release"),
+            (Some((a, _)), None) => write!(f, "MLX {a} and later"),
+            (Some((a, b)), Some(_)) if a == b => write!(f, "MLX {a} only"),
+            (Some((a, b)), Some(_)) => write!(f, "MLX {a} to {b}"),
+        }
+    }
+}
+
+/// Which MLX releases can import `table` written in `layout`'s layout: a
+/// release reads it if it has every primitive, and no header or state
+/// layout change of those primitives falls between it and `layout`.
+/// `Err` names a primitive no MLX release has.
+pub fn readers(table: &FunctionTable, layout: MlxVersion) -> Result<ReaderRange> {
+    let mut range = ReaderRange {
+        first: MlxVersion::OLDEST,
+        before: None,
+    };
+    let mut cut = |bp: MlxVersion, range: &mut ReaderRange| {
+        if bp <= layout {
+            range.first = range.first.max(bp);
+        } else {
+            range.before = Some(range.before.map_or(bp, |b| b.min(bp)));
+        }
+    };
+    cut(MlxVersion::HEADER_METADATA, &mut range);
+    let mut seen = std::collections::HashSet::new();
+    for e in table.functions.iter().flat_map(|t| &t.entries) {
+        let name = e.primitive.name();
+        if !seen.insert(name) {
+            continue;
+        }
+        let entry = lookup(name)?;
+        let since = entry.mlx_since.ok_or_else(|| {
+            Error::Export(format!(
+                "primitive {name} is not in MLX's registry: no MLX release can import this file"
+            ))
+        })?;
+        range.first = range.first.max(since);
+        entry.mlx_breakpoints().for_each(|bp| cut(bp, &mut range));
+    }
+    Ok(range)
+}
 
 fn read_shape(r: &mut MlxReader<'_>) -> Result<Vec<i32>> {
     let n = r.len(4, "shape")?;
@@ -163,16 +120,52 @@ fn read_ids(r: &mut MlxReader<'_>, what: &str) -> Result<Vec<u64>> {
     (0..n).map(|_| r.u64()).collect()
 }
 
-/// Parses an MLX `.mlxfn` file. `strict` rejects trailing bytes.
+/// Parses an MLX `.mlxfn` file, laid out as the release named in its
+/// header wrote it (the metadata string exists from 0.32.1 on; primitive
+/// states as their `mlx_since` attributes say). A file from a release newer
+/// than [`MlxVersion::NEWEST`] is read with the newest known layout, and an
+/// error names its release. `strict` rejects trailing bytes.
 pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
     let r = &mut MlxReader::new(bytes, path);
     let version = r.str()?;
+    r.version = layout_of(&version);
+    decode_body(r, version, strict).map_err(|e| {
+        let v = r.version;
+        if v > MlxVersion::NEWEST {
+            annotate(
+                e,
+                &format!(
+                    "written by MLX {v}, newer than the newest release this library knows ({}), \
+                     read with that release's layout",
+                    MlxVersion::NEWEST
+                ),
+            )
+        } else if v < MlxVersion::OLDEST {
+            annotate(
+                e,
+                &format!(
+                    "written by MLX {v}, older than the oldest release this library knows ({}), \
+                     read with that release's layout",
+                    MlxVersion::OLDEST
+                ),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+fn decode_body(r: &mut MlxReader<'_>, version: String, strict: bool) -> Result<FunctionTable> {
     let count = r.i32()?;
     if count < 0 {
         return Err(r.error(format!("negative function count {count}")));
     }
     let shapeless = r.bool()?;
-    let metadata = r.str()?;
+    let metadata = if r.version >= MlxVersion::HEADER_METADATA {
+        r.str()?
+    } else {
+        String::new()
+    };
     let mut table = FunctionTable {
         shapeless,
         metadata,
@@ -373,24 +366,54 @@ fn write_spec(w: &mut MlxWriter, s: &Spec) {
     s.dtype.write_mlx(w);
 }
 
-/// Encodes a table in MLX's layout. Primitives MLX cannot import are an error.
+/// The name MLX `target` writes for `name`, or why it cannot hold it.
+fn mlx_name_for(name: &str, target: MlxVersion) -> Result<&'static str> {
+    let entry = lookup(name)?;
+    match (entry.mlx_name(target), entry.mlx_since) {
+        (Some(n), _) => Ok(n),
+        (None, Some(since)) => Err(Error::Export(format!(
+            "primitive {name} exists in MLX only from {since} on, so MLX {target} could not import this file; \
+             write for MLX {since} or newer"
+        ))),
+        (None, None) => Err(Error::Export(format!(
+            "primitive {name} is not in MLX's registry, so Python MLX could not import this file; \
+             export it in the native format instead"
+        ))),
+    }
+}
+
+/// Encodes a table in MLX's layout for the newest known release.
+/// Primitives MLX cannot import are an error.
 pub fn encode(table: &FunctionTable) -> Result<Vec<u8>> {
+    encode_for(table, MlxVersion::NEWEST)
+}
+
+/// Encodes a table as MLX release `target` lays files out: no metadata
+/// before 0.32.1, the primitive names and state layouts of that release.
+/// A primitive or a state value the release lacks is an error naming it.
+pub fn encode_for(table: &FunctionTable, target: MlxVersion) -> Result<Vec<u8>> {
+    let mut names: HashMap<&'static str, &'static str> = HashMap::new();
     for t in &table.functions {
         for e in &t.entries {
             let name = e.primitive.name();
-            if !MLX_REGISTRY.contains(&name) {
-                return Err(Error::Export(format!(
-                    "primitive {name} is not in MLX 0.32.4's registry, so Python MLX could not import this file; \
-                     export it in the native format instead"
-                )));
+            if !names.contains_key(name) {
+                names.insert(name, mlx_name_for(name, target)?);
             }
         }
     }
-    let mut w = MlxWriter::new();
-    w.str(WRITTEN_VERSION);
+    if target < MlxVersion::HEADER_METADATA && !table.metadata.is_empty() {
+        return Err(Error::Export(format!(
+            "MLX {target} files have no metadata (it was added in {}); clear the metadata to write for it",
+            MlxVersion::HEADER_METADATA
+        )));
+    }
+    let mut w = MlxWriter::for_release(target);
+    w.str(&target.to_string());
     w.i32(table.functions.len() as i32);
     w.bool(table.shapeless);
-    w.str(&table.metadata);
+    if target >= MlxVersion::HEADER_METADATA {
+        w.str(&table.metadata);
+    }
     // Ids: constants get file-wide ids; everything else is numbered per function.
     let const_id = |c: usize| 1 + c as u64;
     let base = 1 + table.constants.len() as u64;
@@ -417,7 +440,7 @@ pub fn encode(table: &FunctionTable) -> Result<Vec<u8>> {
         w.len(t.outputs.len());
         t.outputs.iter().for_each(|r| w.u64(id_of(r)));
 
-        let mut body = MlxWriter::new();
+        let mut body = MlxWriter::for_release(target);
         let mut count = 0u64;
         let mut leaf_done: std::collections::HashSet<u64> = std::collections::HashSet::new();
         let mut leaf = |r: &ValueRef, body: &mut MlxWriter, count: &mut u64| -> Result<()> {
@@ -453,8 +476,13 @@ pub fn encode(table: &FunctionTable) -> Result<Vec<u8>> {
             body.len(e.inputs.len());
             e.inputs.iter().for_each(|r| body.u64(id_of(r)));
             (0..3).for_each(|_| body.i32(0)); // stream: index 0, cpu, device 0
-            body.str(e.primitive.name());
+            body.str(names[e.primitive.name()]);
             e.primitive.write_mlx(&mut body);
+            if let Some(p) = body.problems.first() {
+                return Err(Error::Export(format!(
+                    "MLX {target} could not import this file: {p}"
+                )));
+            }
             body.u64(e.outputs.len() as u64 - 1);
             if e.outputs.len() == 1 {
                 write_spec(&mut body, &e.outputs[0]);

@@ -33,6 +33,7 @@ pub use import::{
 pub use signature::Signature;
 pub use tape::{FunctionTable, Tape, TapeEntry, ValueRef};
 
+pub use crate::primitive::MlxVersion;
 use crate::Result;
 use std::path::Path;
 
@@ -77,3 +78,17 @@ pub fn write_table(path: &Path, table: &FunctionTable, format: Format) -> Result
 }
 
 pub(crate) use crate::transforms::tape::spec_of_ref;
+
+/// Writes a function table to `path` in MLX's layout for MLX `release`
+/// (which may be older than the newest: no metadata before 0.32.1, that
+/// release's primitive names and state layouts), atomically. A primitive or
+/// state value the release lacks is an error naming it and the release
+/// that added it.
+///
+/// This, and [`FunctionExporter::for_mlx`], is how to target an older MLX:
+/// the release is not an [`ExportOptions`] field, so that struct keeps the
+/// fields the design contract fixes.
+pub fn write_table_for_mlx(path: &Path, table: &FunctionTable, release: MlxVersion) -> Result<()> {
+    let bytes = mlx::encode_for(table, release)?;
+    atomic::write_atomic(path, &[&bytes])
+}

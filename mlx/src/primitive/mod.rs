@@ -49,11 +49,14 @@
 //! # Ok::<(), mlx::Error>(())
 //! ```
 
+mod mlx_version;
 mod registry;
 mod state;
 mod wire;
 
-pub use registry::{lookup, registered, registry_problems, PrimitiveEntry};
+pub use mlx_version::MlxVersion;
+
+pub use registry::{lookup, mlx_names, registered, registry_problems, PrimitiveEntry};
 pub use state::{
     cbor_field, cbor_field_or_default, cbor_field_with, cbor_field_with_default, cbor_map,
     StateField, StateValue,

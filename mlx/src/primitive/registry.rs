@@ -1,6 +1,6 @@
 //! The global primitive table, filled at link time through `inventory`.
 
-use super::{MlxReader, Primitive};
+use super::{MlxReader, MlxVersion, Primitive};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -18,6 +18,62 @@ pub struct PrimitiveEntry {
     pub decode_cbor: fn(&ciborium::Value) -> Result<Box<dyn Primitive>>,
     /// Decodes MLX's positional wire state.
     pub decode_mlx: fn(&mut MlxReader<'_>) -> Result<Box<dyn Primitive>>,
+    /// The first MLX release that has this primitive; `None` if MLX has no
+    /// such primitive (MLX files cannot hold it).
+    pub mlx_since: Option<MlxVersion>,
+    /// Names older MLX releases write for it: `(name, before)` is the name
+    /// of every release before `before`. They resolve to this entry too.
+    pub mlx_old_names: &'static [(&'static str, MlxVersion)],
+    /// Releases in which MLX changed this primitive's state layout (a
+    /// field was added), ascending.
+    pub mlx_layout_changes: &'static [MlxVersion],
+}
+
+impl PrimitiveEntry {
+    /// The name MLX `release` writes for this primitive, or `None` if that
+    /// release does not have it.
+    pub fn mlx_name(&self, release: MlxVersion) -> Option<&'static str> {
+        if self.mlx_since? > release {
+            return None;
+        }
+        let mut name = self.name;
+        let mut best: Option<MlxVersion> = None;
+        for &(old, before) in self.mlx_old_names {
+            if release < before && best.map_or(true, |b| before < b) {
+                (name, best) = (old, Some(before));
+            }
+        }
+        Some(name)
+    }
+
+    /// Releases at which a file holding this primitive stops being readable
+    /// by the releases on the other side: its state layout changes and its
+    /// renames.
+    pub fn mlx_breakpoints(&self) -> impl Iterator<Item = MlxVersion> + '_ {
+        self.mlx_layout_changes
+            .iter()
+            .copied()
+            .chain(self.mlx_old_names.iter().map(|&(_, before)| before))
+    }
+
+    /// Every name that resolves to this entry.
+    fn all_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        std::iter::once(self.name)
+            .chain(self.aliases.iter().copied())
+            .chain(self.mlx_old_names.iter().map(|&(n, _)| n))
+    }
+}
+
+/// The primitive names MLX `release` can import (its serialization
+/// registry, as far as this library implements it), sorted. Derived from
+/// the registered primitives' `mlx` attributes.
+pub fn mlx_names(release: MlxVersion) -> Vec<&'static str> {
+    let mut v: Vec<_> = inventory::iter::<PrimitiveEntry>
+        .into_iter()
+        .filter_map(|e| e.mlx_name(release))
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 impl std::fmt::Debug for PrimitiveEntry {
@@ -25,6 +81,8 @@ impl std::fmt::Debug for PrimitiveEntry {
         f.debug_struct("PrimitiveEntry")
             .field("name", &self.name)
             .field("aliases", &self.aliases)
+            .field("mlx_since", &self.mlx_since)
+            .field("mlx_old_names", &self.mlx_old_names)
             .finish_non_exhaustive()
     }
 }
@@ -36,9 +94,9 @@ fn table() -> &'static HashMap<&'static str, &'static PrimitiveEntry> {
     TABLE.get_or_init(|| {
         let mut map = HashMap::new();
         for e in inventory::iter::<PrimitiveEntry> {
-            for n in std::iter::once(&e.name).chain(e.aliases.iter()) {
+            for n in e.all_names() {
                 // First registration wins; `registry_problems` reports the clash.
-                map.entry(*n).or_insert(e);
+                map.entry(n).or_insert(e);
             }
         }
         map
@@ -73,7 +131,7 @@ pub fn registry_problems() -> Vec<String> {
     let mut seen: HashMap<&str, &str> = HashMap::new();
     let mut problems = Vec::new();
     for e in inventory::iter::<PrimitiveEntry> {
-        for n in std::iter::once(&e.name).chain(e.aliases.iter()) {
+        for n in e.all_names() {
             if let Some(prev) = seen.insert(n, e.name) {
                 problems.push(format!("`{n}` is registered by both {prev} and {}", e.name));
             }

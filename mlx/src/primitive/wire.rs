@@ -1,19 +1,48 @@
 //! MLX's positional little-endian wire encoding (`.mlxfn` files), as a
 //! bounds-checked reader and a plain writer.
 
+use super::MlxVersion;
 use crate::{Error, Result};
 
-/// Appends MLX wire values to a byte vector.
-#[derive(Default, Debug)]
+/// Appends MLX wire values to a byte vector, laid out for one MLX release.
+#[derive(Debug)]
 pub struct MlxWriter {
     /// Everything written so far.
     pub bytes: Vec<u8>,
+    /// The release the bytes are for: state fields it does not have are left out.
+    pub target: MlxVersion,
+    /// What the target release cannot express (a state field it lacks set to
+    /// a value other than the one the release implies); the encoder refuses
+    /// to write the file if this is not empty.
+    pub problems: Vec<String>,
+}
+
+impl Default for MlxWriter {
+    fn default() -> MlxWriter {
+        MlxWriter::new()
+    }
 }
 
 impl MlxWriter {
-    /// An empty writer.
+    /// An empty writer for the newest known release.
     pub fn new() -> MlxWriter {
-        MlxWriter::default()
+        MlxWriter::for_release(MlxVersion::NEWEST)
+    }
+    /// An empty writer for `target`.
+    pub fn for_release(target: MlxVersion) -> MlxWriter {
+        MlxWriter {
+            bytes: Vec::new(),
+            target,
+            problems: Vec::new(),
+        }
+    }
+    /// Records that state field `field` of `primitive` has no place in the
+    /// target's layout (it was added in `since`) but holds a value that matters.
+    pub fn missing_field(&mut self, primitive: &str, field: &str, since: MlxVersion) {
+        self.problems.push(format!(
+            "{primitive}'s `{field}` exists only from MLX {since} on, and this graph needs it (writing for MLX {})",
+            self.target
+        ));
     }
     /// One byte.
     pub fn u8(&mut self, v: u8) {
@@ -64,6 +93,8 @@ pub struct MlxReader<'a> {
     pos: usize,
     /// Where the bytes come from, for messages (a file path).
     pub source: String,
+    /// The release whose layout the bytes follow (from the file's header).
+    pub version: MlxVersion,
 }
 
 impl<'a> MlxReader<'a> {
@@ -73,6 +104,7 @@ impl<'a> MlxReader<'a> {
             bytes,
             pos: 0,
             source: source.into(),
+            version: MlxVersion::NEWEST,
         }
     }
 

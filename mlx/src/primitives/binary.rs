@@ -77,6 +77,7 @@ macro_rules! num_binary {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -225,6 +226,7 @@ fn rejected<T>(_: T, _: T) -> T {
 /// for floats (the division rounded in the dtype first), `a / b` for complex.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx_since = "0.32.4")]
 pub struct FloorDivide {}
 
 impl Primitive for FloorDivide {
@@ -245,6 +247,7 @@ impl Primitive for FloorDivide {
 /// integers `x % 0 = x`; floats go through the IEEE remainder as MLX does.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Remainder {}
 
 impl Primitive for Remainder {
@@ -269,6 +272,7 @@ impl Primitive for Remainder {
 /// libm `pow` for floats, complex `exp(b·ln a)`.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Power {}
 
 impl Primitive for Power {
@@ -297,6 +301,7 @@ impl Primitive for Power {
 /// `atan2(a, b)` for real floats (libm).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct ArcTan2 {}
 
 impl Primitive for ArcTan2 {
@@ -331,6 +336,7 @@ impl Primitive for ArcTan2 {
 /// `log(e^a + e^b)` computed as `max + log1p(exp(min - max))` with MLX's exp.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct LogAddExp {}
 
 fn complex_logaddexp(x: Complex64, y: Complex64) -> Complex64 {
@@ -379,6 +385,7 @@ crate::state_enum! {
 /// Bitwise and/or/xor and shifts on integers and bool.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct BitwiseBinary {
     #[state]
     pub op: BitwiseOp,
@@ -462,6 +469,7 @@ macro_rules! bool_binary {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -513,6 +521,7 @@ bool_binary!(
 /// `a == b`; with `equal_nan`, NaN equals NaN (MLX's `NaNEqual`).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Equal {
     #[state]
     pub equal_nan: bool,
@@ -539,6 +548,7 @@ impl Primitive for Equal {
 /// Quotient and remainder at once (two outputs): floor division and the
 /// Python remainder (fmod-based for floats, as MLX's DivMod).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct DivMod {}
 
 /// Both outputs of DivMod from row-major copies of the inputs.
@@ -596,6 +606,7 @@ impl Primitive for DivMod {
 /// `cond ? a : b` element-wise; inputs (bool condition, a, b) broadcast.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Select {}
 
 impl Primitive for Select {

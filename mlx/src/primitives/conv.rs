@@ -13,6 +13,7 @@ use crate::{Array, Data, Error, Primitive, Result};
 /// transposed convolutions; `flip` a true convolution rather than a
 /// cross-correlation. Fields in MLX's wire order.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Convolution {
     #[state]
     pub kernel_strides: Vec<i32>,

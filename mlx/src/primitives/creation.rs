@@ -12,6 +12,7 @@ use rayon::prelude::*;
 /// Materialises its input, which ops have already broadcast to the output
 /// shape and cast to the output dtype (`zeros`, `ones`, `full`).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Full {}
 
 impl Primitive for Full {
@@ -96,6 +97,7 @@ pub fn arange_len(start: f64, stop: f64, step: f64) -> Result<usize> {
 /// repeatedly `v += d`, as MLX computes them (so `arange(0, 5, 0.5)` in
 /// int32 is all zeros).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Arange {
     #[state]
     pub start: f64,

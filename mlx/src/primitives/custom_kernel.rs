@@ -85,6 +85,7 @@ impl StateField for ScalarArg {
 /// ([`Primitive::adopt_recorded_specs`]); native files store them as two
 /// extra fields.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx_since = "0.30.0")]
 pub struct CustomKernel {
     /// The kernel's name.
     #[state]
@@ -117,7 +118,7 @@ pub struct CustomKernel {
     #[state]
     pub shared_memory: i32,
     /// Math mode: 0 safe, 1 relaxed, 2 fast.
-    #[state]
+    #[state(mlx_since = "0.32.0")]
     pub compile_options: i32,
     /// Output shapes (not in MLX's wire state).
     #[state(skip_mlx, default)]

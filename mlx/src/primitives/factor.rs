@@ -13,6 +13,7 @@ use crate::{Array, Buffer, Complex64, Data, Dtype, Error, Primitive, Result};
 /// Cholesky factor of a symmetric positive definite matrix, read from its
 /// lower triangle (upper when `upper`), returned lower (upper).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Cholesky {
     #[state]
     pub upper: bool,
@@ -21,6 +22,7 @@ pub struct Cholesky {
 /// Matrix inverse; with `tri` the input is triangular (`upper` says which
 /// triangle is read) and the result keeps that shape.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Inverse {
     #[state]
     pub tri: bool,
@@ -31,11 +33,13 @@ pub struct Inverse {
 /// Reduced QR factorisation: outputs Q (…, m, k) and R (…, k, n), k = min(m, n).
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct QRF {}
 
 /// Singular value decomposition: (U, S, Vᵀ) with full U and Vᵀ, or S alone.
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct SVD {
     #[state]
     pub compute_uv: bool,
@@ -44,6 +48,7 @@ pub struct SVD {
 /// Eigenvalues (ascending) and optionally eigenvectors (columns) of a
 /// symmetric matrix read from the `uplo` ("L" or "U") triangle.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Eigh {
     #[state]
     pub uplo: String,
@@ -54,6 +59,7 @@ pub struct Eigh {
 /// Eigenvalues and optionally eigenvectors (columns) of a general square
 /// matrix, both complex64.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Eig {
     #[state]
     pub compute_eigenvectors: bool,

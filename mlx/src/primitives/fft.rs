@@ -17,6 +17,7 @@ use crate::{Array, Complex64, Data, Dtype, Error, Primitive, Result};
 /// the last axis becomes 2(m − 1) + `odd_out`, float32 output. Inverse
 /// transforms are scaled by 1/n per axis.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct FFT {
     /// Transformed axes (non-negative); for real transforms the last is the halved one.
@@ -29,11 +30,22 @@ pub struct FFT {
     #[state]
     pub real: bool,
     /// Inverse real transform to an odd length.
-    #[state]
+    #[state(mlx_since = "0.32.4", mlx_from_outputs)]
     pub odd_out: bool,
 }
 
 impl Primitive for FFT {
+    /// MLX before 0.32.4 has no `odd_out` in its files: the recorded output
+    /// length of the halved axis says it.
+    fn adopt_recorded_specs(&mut self, outputs: &[Spec]) {
+        if let (true, true, Some(&axis), Some(out)) =
+            (self.inverse, self.real, self.axes.last(), outputs.first())
+        {
+            if let Some(&n) = out.shape.get(axis as usize) {
+                self.odd_out = n % 2 == 1;
+            }
+        }
+    }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         expect_inputs("FFT", inputs, 1)?;
         let x = &inputs[0];

@@ -9,6 +9,7 @@ use half::{bf16, f16};
 /// Walsh–Hadamard transform of the last axis, multiplied by `scale`
 /// (MLX's default is 1/√n, which makes it orthonormal).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Hadamard {
     /// Factor applied after the last butterfly stage.
     #[state]

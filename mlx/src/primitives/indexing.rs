@@ -93,6 +93,7 @@ fn check_axes(op: &str, axes: &[i32], n_idx: usize, ndim: usize) -> Result<Vec<u
 /// Slices of `src` at gathered positions: inputs (src, idx_0 … idx_{k-1});
 /// `axes[j]` is the axis idx_j indexes; output `I ++ slice_sizes`.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Gather {
     #[state]
     pub axes: Vec<i32>,
@@ -192,6 +193,7 @@ fn check_along_axis(op: &str, axis: i32, src: &Spec, idx: &Spec) -> Result<usize
 
 /// `take_along_axis`: inputs (src, indices); output has the indices' shape.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct GatherAxis {
     #[state]
     pub axis: i32,
@@ -238,6 +240,7 @@ impl Primitive for GatherAxis {
 /// inputs (dst, idx_0 … idx_{k-1}, updates), updates shaped `I ++ slice`
 /// where `slice` has one entry (≤ the dimension) per axis of dst.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Scatter {
     #[state]
     pub reduce_type: ScatterType,
@@ -380,6 +383,7 @@ impl Primitive for Scatter {
 /// `put_along_axis` / `scatter_add_axis`: inputs (dst, indices, updates),
 /// indices and updates of one shape, equal to dst's except along `axis`.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ScatterAxis {
     #[state]
     pub reduce_type: ScatterAxisType,
@@ -462,6 +466,7 @@ fn keep_where_equal(c: &Array, result: &Array, source: &Array) -> Result<Array> 
 /// per batch (axis 0), the true positions of the mask take the batch's
 /// values in row-major order.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx_since = "0.30.1")]
 pub struct MaskedScatter {}
 
 impl Primitive for MaskedScatter {

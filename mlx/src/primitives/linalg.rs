@@ -12,10 +12,12 @@ use crate::{ops, Array, Data, Error, Primitive, Result};
 
 /// `a @ b` over the last two axes; leading axes are batch axes.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Matmul {}
 
 /// `alpha * (a @ b) + beta * c`; `c` broadcasts to the product's shape.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct AddMM {
     #[state]
     pub alpha: f32,

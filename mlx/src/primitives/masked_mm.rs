@@ -14,6 +14,7 @@ use crate::{Array, Buffer, Data, Dtype, Error, Primitive, Result};
 /// (equal-shaped, uint32) index arrays; inputs (a, b, lhs_indices,
 /// rhs_indices), indices count matrices of the flattened batch axes.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct GatherMM {
     /// The lhs indices are sorted (a hint for GPU kernels).
     #[state]
@@ -28,6 +29,7 @@ pub struct GatherMM {
 /// zeroes the tiles where it is false, a float mask scales the tile by its
 /// value. Operand masks apply before the product, the output mask after.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct BlockMaskedMM {
     /// Side of the square tiles the masks address (32 or 64 from the op).
     #[state]

@@ -67,6 +67,7 @@ pub(crate) fn check_params(
 /// Affine quantization of the last axis in groups: `w → (w_q uint32,
 /// scales, biases)`; with `dequantize`, `(w_q, scales, biases) → w`.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx, mlx_alias("AffineQuantize", before = "0.29.0"))]
 pub struct Quantize {
     /// Consecutive values sharing a scale and bias.
     #[state]
@@ -75,7 +76,7 @@ pub struct Quantize {
     #[state]
     pub bits: i32,
     /// Quantization scheme (only Affine runs).
-    #[state]
+    #[state(mlx_since = "0.29.0", mlx_absent = QuantizationMode::Affine)]
     pub mode: QuantizationMode,
     /// Unpack instead of pack.
     #[state]
@@ -212,6 +213,7 @@ impl Primitive for Quantize {
 /// `x @ dequantize(w).T` (`transpose`, nn.QuantizedLinear's layout) or
 /// `x @ dequantize(w)`; inputs (x, w, scales, biases) for the affine mode.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct QuantizedMatmul {
     /// Consecutive values sharing a scale and bias.
     #[state]
@@ -220,7 +222,7 @@ pub struct QuantizedMatmul {
     #[state]
     pub bits: i32,
     /// Quantization scheme (only Affine runs).
-    #[state]
+    #[state(mlx_since = "0.29.0", mlx_absent = QuantizationMode::Affine)]
     pub mode: QuantizationMode,
     /// Multiply by the transpose of the stored (out, in) matrix.
     #[state]
@@ -438,6 +440,7 @@ impl Primitive for QuantizedMatmul {
 /// (equal-shaped, uint32) index arrays; inputs (x, w, scales, biases,
 /// lhs_indices, rhs_indices). Output shape: index shape ++ (M, N).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct GatherQMM {
     /// Consecutive values sharing a scale and bias.
     #[state]
@@ -446,7 +449,7 @@ pub struct GatherQMM {
     #[state]
     pub bits: i32,
     /// Quantization scheme (only Affine runs).
-    #[state]
+    #[state(mlx_since = "0.29.0", mlx_absent = QuantizationMode::Affine)]
     pub mode: QuantizationMode,
     /// Multiply by the transpose of the stored (out, in) matrices.
     #[state]

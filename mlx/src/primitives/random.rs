@@ -11,6 +11,7 @@ use rayon::prelude::*;
 /// 1/2/4) for every key of the input: input uint32 keys of shape
 /// (…, 2); output shape = key batch dims ++ `shape`.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct RandomBits {
     #[state]
     pub shape: Vec<i32>,

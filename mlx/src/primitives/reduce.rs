@@ -41,7 +41,11 @@ fn reduced_shape(shape: &[i32], axes: &[usize]) -> Vec<i32> {
 /// Reduces the listed axes (kept as size 1). Axes are stored sorted and
 /// non-negative, as MLX's ops create them.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
-#[primitive(name = "Reduce", aliases("Sum", "Prod", "Max", "Min", "And", "Or"))]
+#[primitive(
+    name = "Reduce",
+    aliases("Sum", "Prod", "Max", "Min", "And", "Or"),
+    mlx
+)]
 pub struct Reduce {
     #[state]
     pub reduce_type: ReduceType,
@@ -178,6 +182,7 @@ fn sum_kept(a: &Array, axes: &[i32]) -> Result<Array> {
 /// Index (uint32) of the first minimum or maximum along `axis`, which is
 /// kept as size 1. Ties pick the first index; the first NaN wins (MLX).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ArgReduce {
     #[state]
     pub reduce_type: ArgReduceType,
@@ -261,6 +266,7 @@ macro_rules! dispatch_float {
 /// `log(sum(exp(x)))` over the last axis, kept as size 1 (half types
 /// compute in f32). Other axes are a decomposition built by the op.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct LogSumExp {}
 
 impl Primitive for LogSumExp {
@@ -293,6 +299,7 @@ impl Primitive for LogSumExp {
 /// Softmax over the last axis. `precise` computes half types in f32;
 /// otherwise every step rounds to the half type, as MLX does.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Softmax {
     #[state]
     pub precise: bool,

@@ -35,6 +35,7 @@ fn kth_index(op: &str, kth: i32, shape: &[i32], axis: usize) -> Result<usize> {
 
 /// `a` sorted along `axis` (stable; NaNs last).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Sort {
     #[state]
     pub axis: i32,
@@ -94,6 +95,7 @@ fn index_output_vjp(x: &Array) -> Result<Vec<Array>> {
 
 /// The uint32 indices that sort `a` along `axis` (stable; NaNs last).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ArgSort {
     #[state]
     pub axis: i32,
@@ -123,6 +125,7 @@ impl Primitive for ArgSort {
 /// in sorted position, smaller ones before, larger ones after (each side
 /// in unspecified order).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Partition {
     #[state]
     pub kth: i32,
@@ -171,6 +174,7 @@ impl Partition {
 
 /// The uint32 indices that partition `a` along `axis` around its `kth` element.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ArgPartition {
     #[state]
     pub kth: i32,
@@ -209,6 +213,7 @@ crate::state_enum! {
 /// (`reverse`) and excluding the current element (`!inclusive`, the first
 /// output is then the operation's identity). A sum of bools gives int32.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Scan {
     #[state]
     pub reduce_type: ScanType,
@@ -458,6 +463,7 @@ fn log_add_exp_scan<T: LogAddExpElem>(a: &Array, spec: ScanSpec) -> Result<Data>
 /// (NaNs last). MLX builds it for `mx.searchsorted` and categorical
 /// sampling from one distribution.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx_since = "0.32.1")]
 pub struct SearchSorted {
     #[state]
     pub right: bool,

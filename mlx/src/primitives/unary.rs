@@ -16,6 +16,7 @@ use half::{bf16, f16};
 /// Converts elements to another dtype (float to int truncates toward zero).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct AsType {
     #[state]
     pub dtype: Dtype,
@@ -111,6 +112,7 @@ macro_rules! float_unary {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -262,6 +264,7 @@ crate::state_enum! {
 /// Logarithm in base 2, 10 or e (`mx.log2`, `mx.log10`, `mx.log`).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Log {
     #[state]
     pub base: LogBase,
@@ -321,6 +324,7 @@ impl Primitive for Log {
 /// Square root, or its reciprocal when `recip` (`mx.rsqrt`).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Sqrt {
     #[state]
     pub recip: bool,
@@ -375,6 +379,7 @@ fn rsqrt_half<T: Float>(x: T) -> T {
 /// The logistic function 1 / (1 + e^-x) with MLX's formula.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Sigmoid {}
 
 impl Primitive for Sigmoid {
@@ -416,6 +421,7 @@ macro_rules! rounding_unary {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -457,6 +463,7 @@ macro_rules! num_unary {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
+        #[primitive(mlx)]
         pub struct $name {}
 
         impl Primitive for $name {
@@ -512,6 +519,7 @@ num_unary!(
 /// -1, 0 or 1 by the sign of x (0 for NaN); complex x / |x|.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Sign {}
 
 impl Primitive for Sign {
@@ -533,6 +541,7 @@ impl Primitive for Sign {
 /// Absolute value (complex: |z| as a complex; ops then cast to float32).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Abs {}
 
 impl Primitive for Abs {
@@ -563,6 +572,7 @@ impl Primitive for Abs {
 /// Logical negation; the output is bool (ops cast the input to bool first).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct LogicalNot {}
 
 impl Primitive for LogicalNot {
@@ -581,6 +591,7 @@ impl Primitive for LogicalNot {
 /// The real part of a complex64 array, as float32.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Real {}
 
 impl Primitive for Real {
@@ -598,6 +609,7 @@ impl Primitive for Real {
 /// The imaginary part of a complex64 array, as float32.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Imag {}
 
 impl Primitive for Imag {
@@ -616,6 +628,7 @@ impl Primitive for Imag {
 /// The complex conjugate of a complex64 array.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(elementwise)]
+#[primitive(mlx)]
 pub struct Conjugate {}
 
 impl Primitive for Conjugate {

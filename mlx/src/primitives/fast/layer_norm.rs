@@ -18,6 +18,7 @@ use crate::{Array, Data, Dtype, Primitive, Result};
 /// `(x − mean) · rsqrt(var + eps) · weight + bias` over the last axis;
 /// inputs (x, weight, bias), 0-d `1` / `0` when absent.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct LayerNorm {
     /// Added to the variance before the square root.
     #[state]
@@ -189,6 +190,7 @@ impl LayerNorm {
 /// Gradients of `layer_norm(x, weight, bias, eps)` with respect to x,
 /// weight and bias.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct LayerNormVJP {
     /// The forward's epsilon.

@@ -18,6 +18,7 @@ use crate::{Array, Data, Dtype, Primitive, Result};
 /// `x · rsqrt(mean(x², −1) + eps) · weight` over the last axis; inputs
 /// (x, weight), weight a 0-d `1` when the caller gave none.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RMSNorm {
     /// Added to the mean square before the square root.
@@ -160,6 +161,7 @@ impl RMSNorm {
 
 /// Gradients of `rms_norm(x, weight, eps)` with respect to x and weight.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RMSNormVJP {
     /// The forward's epsilon.

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 /// (x, offset int 0-d or (B,)[, freqs (dims/2,)]). Positions run along
 /// axis −2, batch entries along axis 0.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 #[allow(clippy::upper_case_acronyms)]
 pub struct RoPE {
     /// Features rotated (even); the rest pass through.

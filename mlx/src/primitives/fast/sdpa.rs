@@ -20,6 +20,7 @@ use rayon::prelude::*;
 /// of Hkv. The mask is present when there is an input beyond v that is not
 /// the sinks; a bool mask keeps where true, another is added.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ScaledDotProductAttention {
     /// Multiplies the queries.
     #[state]
@@ -28,13 +29,13 @@ pub struct ScaledDotProductAttention {
     #[state]
     pub do_causal: bool,
     /// The last input holds one sink logit per query head.
-    #[state]
+    #[state(mlx_since = "0.29.1")]
     pub has_sinks: bool,
     /// Also output the float32 log-sum-exp of each score row.
-    #[state]
+    #[state(mlx_since = "0.30.0")]
     pub output_logsumexp: bool,
     /// MLX GPU kernel selection hint; no effect on the CPU.
-    #[state]
+    #[state(mlx_since = "0.32.2")]
     pub force_fused: bool,
 }
 

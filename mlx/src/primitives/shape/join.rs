@@ -21,6 +21,7 @@ fn paste(dst: &mut Buffer, out: &Spec, offset: usize, src: &Array) -> Result<()>
 /// Joins the inputs along `axis` (non-negative); all other dimensions and
 /// the dtype must agree.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Concatenate {
     #[state]
     pub axis: i32,
@@ -92,6 +93,7 @@ impl Primitive for Concatenate {
 /// Cuts the input along `axis` at `indices` (non-decreasing, within the
 /// axis); output i spans `indices[i-1]..indices[i]`. Outputs are views.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Split {
     #[state]
     pub indices: Vec<i32>,
@@ -168,6 +170,7 @@ impl Primitive for Split {
 /// `high_pad_size` after, all equal to the second input (a one-element
 /// array of the same dtype). Inputs (x, pad value).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Pad {
     #[state]
     pub axes: Vec<i32>,

@@ -10,6 +10,7 @@ use crate::{dispatch_dtype, ops, Array, Buffer, Data, Dtype, Element, Error, Pri
 
 /// A row-major copy of the input (an identity of values).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Copy {}
 
 impl Primitive for Copy {
@@ -25,6 +26,7 @@ impl Primitive for Copy {
 
 /// The input unchanged; gradients do not flow through it.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct StopGradient {}
 
 impl Primitive for StopGradient {
@@ -51,6 +53,7 @@ impl Primitive for StopGradient {
 /// `outputs == 0` ("unknown") until the importer hands it the recorded
 /// output specs (`adopt_recorded_specs`).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Depends {
     #[state(skip_mlx)]
     pub outputs: u64,
@@ -111,6 +114,7 @@ impl Primitive for Depends {
 /// the input (or its reciprocal when `inverted`): a size that follows the
 /// input's shape in shapeless traces (e.g. the divisor of a mean).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct NumberOfElements {
     #[state]
     pub axes: Vec<i32>,
@@ -142,6 +146,7 @@ impl Primitive for NumberOfElements {
 /// item sizes differ. Viewing as bool turns every non-zero byte into 1 so
 /// bool buffers only ever hold 0 and 1.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct View {
     #[state]
     pub dtype: Dtype,
@@ -253,6 +258,7 @@ fn reinterpret(d: &Data, shape: &[i32], ib: usize, ob: usize) -> Option<Data> {
 /// `offset + Σ i_k * strides[k]` for each output index. Its input is the
 /// flattened array (the op inserts a Flatten, as MLX does).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct AsStrided {
     #[state]
     pub shape: Vec<i32>,

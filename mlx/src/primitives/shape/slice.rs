@@ -145,6 +145,7 @@ fn check_slice_inside(
 /// normalised form: starts inside the axis, ends as given, stride 1 on
 /// axes of one element.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Slice {
     #[state]
     pub start_indices: Vec<i32>,
@@ -258,8 +259,9 @@ fn update_region(
 /// `dst` with the slice `start:end:strides` replaced by (or combined with)
 /// `update`, whose shape is the slice's. Inputs (dst, update).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct SliceUpdate {
-    #[state]
+    #[state(mlx_since = "0.31.2", mlx_absent = SliceUpdateType::None)]
     pub reduce_type: SliceUpdateType,
     #[state]
     pub start_indices: Vec<i32>,
@@ -445,6 +447,7 @@ fn clamped_starts(
 /// A slice of size `slice_size` (every axis) starting, on `axes`, at the
 /// positions held by the second input (0 elsewhere). Inputs (a, start).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct DynamicSlice {
     #[state]
     pub axes: Vec<i32>,
@@ -532,6 +535,7 @@ impl Primitive for DynamicSlice {
 /// `src` with the region of `update`'s shape starting, on `axes`, at the
 /// positions held by the third input replaced by `update`. Inputs (src, update, start).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct DynamicSliceUpdate {
     #[state]
     pub axes: Vec<i32>,

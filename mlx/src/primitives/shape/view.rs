@@ -59,6 +59,7 @@ pub(crate) fn broadcast_strides(
 /// traces), the output is the broadcast of all input shapes and `shape` is
 /// only a record of the traced one.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Broadcast {
     #[state]
     pub shape: Vec<i32>,
@@ -119,6 +120,7 @@ impl Primitive for Broadcast {
 /// axes listed in `ignore_axes` (negative, ascending), which keep input 0's
 /// sizes. Made by shapeless traces of batched matmul-like ops.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct BroadcastAxes {
     #[state]
     pub ignore_axes: Vec<i32>,
@@ -316,6 +318,7 @@ pub(crate) fn infer_shape(op: &str, from: &[i32], shape: &[i32]) -> Result<Vec<i
 /// when the memory layout allows it, a row-major copy otherwise. The stored
 /// shape may hold one `-1` (the caller's spelling), inferred from the input.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Reshape {
     #[state]
     pub shape: Vec<i32>,
@@ -350,6 +353,7 @@ impl Primitive for Reshape {
 
 /// Merges the axes `start_axis..=end_axis` (non-negative) into one (a view when possible).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Flatten {
     #[state]
     pub start_axis: i32,
@@ -394,6 +398,7 @@ impl Primitive for Flatten {
 
 /// Splits axis `axis` (non-negative) into the axes `shape` (a view when possible).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Unflatten {
     #[state]
     pub axis: i32,
@@ -444,6 +449,7 @@ impl Primitive for Unflatten {
 
 /// Permutes the axes: output axis i is input axis `axes[i]` (a view).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Transpose {
     #[state]
     pub axes: Vec<i32>,
@@ -487,6 +493,7 @@ impl Primitive for Transpose {
 
 /// Removes the listed size-1 axes (a view).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct Squeeze {
     #[state]
     pub axes: Vec<i32>,
@@ -529,6 +536,7 @@ impl Primitive for Squeeze {
 
 /// Inserts size-1 axes at the listed output positions (a view).
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
+#[primitive(mlx)]
 pub struct ExpandDims {
     #[state]
     pub axes: Vec<i32>,
