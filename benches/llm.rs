@@ -166,7 +166,10 @@ fn child(file: &str, variant: &str) {
     mlx::eval(&f.call(&args).unwrap()).unwrap();
     let second = t.elapsed().as_secs_f64();
     println!("import {import}\nfirst {first}\nsecond {second}");
-    println!("rss_inputs {base}\nrss_import {rss_import}\nrss_call {}", peak_rss());
+    println!(
+        "rss_inputs {base}\nrss_import {rss_import}\nrss_call {}",
+        peak_rss()
+    );
 }
 
 /// Runs the child mode in a fresh process and parses its lines.
@@ -230,7 +233,11 @@ fn main() {
             dir.display(),
             python(),
             dir.display(),
-            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+            missing
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
         );
         return;
     }
@@ -311,7 +318,10 @@ fn main() {
     println!(
         "\nfresh process: import, first and second decode call, peak RSS (GB) after import / after the call"
     );
-    for v in variants.iter().filter(|v| ["f32", "q4g64"].contains(&v.as_str())) {
+    for v in variants
+        .iter()
+        .filter(|v| ["f32", "q4g64"].contains(&v.as_str()))
+    {
         let mlx_file = dir.join(format!("{v}_decode.mlxfn"));
         let native = native_copy(&mlx_file);
         let bytes = std::fs::metadata(&mlx_file).unwrap().len() as f64;

@@ -390,7 +390,8 @@ fn kwargs_exporter_and_callback() {
     let out = f.call_kwargs(&[f32s(&[1.0, 2.0, 3.0], &[3])], &kw).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![3.0, 6.0, 9.0]);
 
-    // The callback sees one Multiply between the inputs and the outputs.
+    // The callback sees the scale broadcast to x's shape, then the Multiply
+    // (MLX's trace of `x * scale` records the same two primitives).
     let mut names = Vec::new();
     let cb = |e: ExportEvent| {
         if let ExportEvent::Primitive { name, .. } = e {
@@ -399,7 +400,7 @@ fn kwargs_exporter_and_callback() {
     };
     let r: Result<()> = export_with_callback(cb, scaled, &[x.clone()], &kw, &opts);
     r.unwrap();
-    assert_eq!(names, vec!["Multiply".to_string()]);
+    assert_eq!(names, vec!["Broadcast".to_string(), "Multiply".to_string()]);
 
     let mut dot: Vec<u8> = Vec::new();
     let y = ops::exp(&x).unwrap();

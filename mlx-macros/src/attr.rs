@@ -39,7 +39,6 @@ pub struct Model {
 /// A release number from an attribute, checked at parse time.
 #[derive(Clone)]
 pub struct Release {
-    pub lit: LitStr,
     pub numbers: [u16; 3],
 }
 
@@ -160,7 +159,6 @@ pub fn release(lit: LitStr) -> syn::Result<Release> {
     match parts.as_slice() {
         [Some(a), Some(b), Some(c)] => Ok(Release {
             numbers: [*a, *b, *c],
-            lit,
         }),
         _ => Err(syn::Error::new(
             lit.span(),

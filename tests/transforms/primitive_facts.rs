@@ -6,7 +6,7 @@
 //! plain steps. Expected values are closed forms.
 
 use mlx::export::{decompose_fast, export_function, import_function};
-use mlx::primitive::{PrimitiveState, Spec};
+use mlx::primitive::Spec;
 use mlx::transforms::fuse::fuse;
 use mlx::transforms::tracing::{trace, ConstantPool};
 use mlx::transforms::{compile, grad, jvp};
@@ -139,36 +139,53 @@ fn a_fallback_makes_a_primitive_differentiable() {
 #[test]
 fn the_decomposing_rewrite_serves_a_user_primitive() {
     let xs = [-1.5f32, 0.5, 2.0];
+    let want: Vec<f64> = xs.iter().map(|&x| (x as f64).powi(3) + x as f64).collect();
     let f = |a: &[Array]| Ok(vec![ops::add(&cube(&a[0])?, &a[0])?]);
-    for format in [Format::Native, Format::Mlx] {
-        let path = tmp(&format!("cube-{format:?}.bin"));
-        let opts = ExportOptions {
-            format,
-            ..ExportOptions::default()
-        };
-        export_function(&path, f, &[f32s(&xs)], &opts).unwrap();
-        let imported = import_function(&path).unwrap();
-        let names = |t: &mlx::export::FunctionTable| -> Vec<String> {
-            t.functions[0]
-                .entries
-                .iter()
-                .map(|e| e.primitive.name().to_string())
-                .collect()
-        };
-        assert!(names(imported.table()).contains(&"TestCube".to_string()));
-        let table = decompose_fast(imported.table()).unwrap();
-        let after = names(&table);
-        assert!(
-            !after.contains(&"TestCube".to_string()) && after.contains(&"Multiply".to_string()),
-            "{format:?}: decomposed entries {after:?}"
-        );
-        let want: Vec<f64> = xs.iter().map(|&x| (x as f64).powi(3) + x as f64).collect();
-        assert_near(
-            "imported",
-            &vals(&imported.call(&[f32s(&xs)]).unwrap()[0]),
-            &want,
-        );
-    }
+    let names = |t: &mlx::export::FunctionTable| -> Vec<String> {
+        t.functions[0]
+            .entries
+            .iter()
+            .map(|e| e.primitive.name().to_string())
+            .collect()
+    };
+
+    // The native format records the user primitive; the rewrite replaces it
+    // by its fallback graph.
+    let path = tmp("cube-native.bin");
+    export_function(&path, f, &[f32s(&xs)], &ExportOptions::default()).unwrap();
+    let imported = import_function(&path).unwrap();
+    assert!(names(imported.table()).contains(&"TestCube".to_string()));
+    let after = names(&decompose_fast(imported.table()).unwrap());
+    assert!(
+        !after.contains(&"TestCube".to_string()) && after.contains(&"Multiply".to_string()),
+        "decomposed entries {after:?}"
+    );
+    let got = imported.call(&[f32s(&xs)]).unwrap();
+    assert_near("native", &vals(&got[0]), &want);
+
+    // MLX's format cannot name a primitive MLX lacks: a plain export is
+    // refused with the reason, and `decompose_fast` writes the fallback.
+    let mlx = |decompose_fast| ExportOptions {
+        format: Format::Mlx,
+        decompose_fast,
+        ..ExportOptions::default()
+    };
+    let path = tmp("cube-mlx.bin");
+    let err = export_function(&path, f, &[f32s(&xs)], &mlx(false)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("TestCube is not in MLX's registry"),
+        "{err}"
+    );
+    export_function(&path, f, &[f32s(&xs)], &mlx(true)).unwrap();
+    let imported = import_function(&path).unwrap();
+    let entries = names(imported.table());
+    assert!(
+        !entries.contains(&"TestCube".to_string()) && entries.contains(&"Multiply".to_string()),
+        "MLX file entries {entries:?}"
+    );
+    let got = imported.call(&[f32s(&xs)]).unwrap();
+    assert_near("MLX file", &vals(&got[0]), &want);
 }
 
 #[test]

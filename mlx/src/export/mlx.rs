@@ -76,7 +76,7 @@ pub fn readers(table: &FunctionTable, layout: MlxVersion) -> Result<ReaderRange>
         first: MlxVersion::OLDEST,
         before: None,
     };
-    let mut cut = |bp: MlxVersion, range: &mut ReaderRange| {
+    let cut = |bp: MlxVersion, range: &mut ReaderRange| {
         if bp <= layout {
             range.first = range.first.max(bp);
         } else {

@@ -83,7 +83,7 @@ impl Primitive for Reduce {
     fn vjp(&self, x: &[Array], c: &[Array], _: &[usize], out: &[Array]) -> Result<Vec<Array>> {
         let x = &x[0];
         if self.reduce_type == ReduceType::Sum {
-            let g = ops::broadcast_to(&ops::cast_to(&c[0], x.dtype())?, x.shape())?;
+            let g = ops::broadcast_like(&ops::cast_to(&c[0], x.dtype())?, x)?;
             return Ok(vec![g]);
         }
         match self.partial(x, &out[0])? {
@@ -161,7 +161,7 @@ fn exclusive_product(x: &Array, axes: &[usize]) -> Result<Array> {
 /// over the reduced axes times the (conjugated) per-element derivative `d`.
 fn reduction_pullback(x: &Array, c: &Array, d: &Array) -> Result<Array> {
     let g = ops::multiply(c, &ops::conjugate(d)?)?;
-    ops::cast_to(&ops::broadcast_to(&g, x.shape())?, x.dtype())
+    ops::cast_to(&ops::broadcast_like(&g, x)?, x.dtype())
 }
 
 /// jvp of a reduction over `axes`: the tangent weighted by the derivative

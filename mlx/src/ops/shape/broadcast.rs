@@ -25,6 +25,18 @@ pub fn broadcast_to(a: &Array, shape: &[i32]) -> Result<Array> {
     )
 }
 
+/// `a` broadcast to the shape of `like`. In a shapeless trace the node
+/// takes `like` as an extra input, so a replay at other shapes broadcasts
+/// to `like`'s new shape instead of the traced one (derivative rules use
+/// this to spread a cotangent back over an input).
+pub(crate) fn broadcast_like(a: &Array, like: &Array) -> Result<Array> {
+    if !is_shapeless_tracing() {
+        return broadcast_to(a, like.shape());
+    }
+    let shape = broadcast_shapes("broadcast_like", a.shape(), like.shape())?;
+    Array::from_primitive(Broadcast { shape }, vec![a.clone(), like.clone()])
+}
+
 /// The arrays broadcast against each other (each is unchanged when it
 /// already has the common shape).
 pub fn broadcast_arrays(arrays: &[Array]) -> Result<Vec<Array>> {
