@@ -4,7 +4,6 @@
 //! the native format and re-written in MLX's format. And files we write for
 //! an older release are laid out as that release lays them out.
 
-#[allow(dead_code)]
 #[path = "common/mod.rs"]
 mod common;
 use common::mlx_cases;
@@ -89,7 +88,7 @@ fn rewriting_for_the_writing_release_keeps_its_layout() {
             assert_eq!(ours.len(), bytes.len(), "{r}/{name}: re-encoded length");
             let range = readers(&table, release).unwrap();
             assert!(
-                range.first <= release && range.before.map_or(true, |b| release < b),
+                range.first <= release && range.before.is_none_or(|b| release < b),
                 "{r}/{name}: {range} excludes its own writer"
             );
         }

@@ -28,7 +28,7 @@ impl Sampling {
 
     /// Checks the ranges mlx-lm checks.
     pub fn validate(&self, vocab: usize) -> Result<()> {
-        if !(self.temp >= 0.0) {
+        if self.temp.is_nan() || self.temp < 0.0 {
             return Err(LlmError::BadSampling(format!(
                 "temperature must be >= 0, got {}",
                 self.temp

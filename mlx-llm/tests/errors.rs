@@ -108,7 +108,10 @@ fn generation_stops_at_the_context_limit() {
         ..GenerateOptions::default()
     };
     let mut gen = llm.generate(vec![5, 6, 7], options).unwrap();
-    let n = gen.by_ref().map(|t| t.unwrap()).count();
+    let n = gen
+        .by_ref()
+        .inspect(|t| assert!(t.is_ok(), "{t:?}"))
+        .count();
     // the cache holds the prompt and every fed token; the last sample is not fed
     assert_eq!(n, limit - 3 + 1);
     assert_eq!(gen.finish(), Some(mlx_llm::Finish::Context));

@@ -39,7 +39,7 @@ pub fn generate(dir: &Path, prompt: &str, args: Args) -> Result<(), Failure> {
     let n_prompt = prompt_ids.len();
     let show_progress = n_prompt >= PROGRESS_FROM && std::io::stderr().is_terminal();
     let start = Instant::now();
-    let mut gen = llm
+    let gen = llm
         .generate(prompt_ids.clone(), options)
         .map_err(fail)?
         .on_prompt_progress(move |done, total| {
@@ -56,7 +56,7 @@ pub fn generate(dir: &Path, prompt: &str, args: Args) -> Result<(), Failure> {
     let mut stream = StreamDecoder::new();
     let mut first_at = None;
     let stdout = std::io::stdout();
-    while let Some(id) = gen.next() {
+    for id in gen {
         let id = id.map_err(fail)?;
         if first_at.is_none() {
             first_at = Some(Instant::now());

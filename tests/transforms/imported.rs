@@ -152,7 +152,7 @@ fn vjp_of_an_imported_function() {
         let cot: Vec<f32> = (0..n).map(|i| 1.0 + 0.5 * i as f32).collect();
         let cot = f32s(&cot, x.shape());
         let call = |a: &[Array]| imp.call(a);
-        let (outs, cots) = vjp(call, &[x.clone(), w.clone()], &[cot.clone()]).unwrap();
+        let (outs, cots) = vjp(call, &[x.clone(), w.clone()], std::slice::from_ref(&cot)).unwrap();
         let c = closed(x, w);
         let cv = vals(&cot);
         let times = |d: &[f64]| d.iter().zip(&cv).map(|(a, b)| a * b).collect::<Vec<_>>();
@@ -241,7 +241,7 @@ fn training_loop_through_an_imported_forward_pass() {
     // descent with step 0.25 halves the error of every parameter each step:
     // the loss after k steps is exactly loss₀ · 0.25^k.
     let h = |r: usize, c: usize| {
-        if (r & c).count_ones() % 2 == 0 {
+        if (r & c).count_ones().is_multiple_of(2) {
             1.0f32
         } else {
             -1.0
@@ -312,7 +312,7 @@ fn gradients_inside_a_shapeless_export() {
             let n: i32 = shape.iter().product();
             let xs: Vec<f32> = (0..n).map(|i| 0.3 * i as f32 - 1.0).collect();
             let x = f32s(&xs, &shape);
-            let got = imp.call(&[x.clone()]).unwrap();
+            let got = imp.call(std::slice::from_ref(&x)).unwrap();
             let want: Vec<f64> = vals(&x).iter().map(|x| x.cos() * x + x.sin()).collect();
             assert_eq!(got[0].shape(), &shape[..]);
             assert_near(&format!("{format:?} at {shape:?}"), &got[0], &want);

@@ -121,11 +121,16 @@ fn a_fallback_makes_a_primitive_differentiable() {
     let xs = [-1.5f32, -0.5, 0.0, 0.75, 2.0];
     let x = f32s(&xs);
     let loss = |a: &[Array]| Ok(vec![ops::sum(&cube(&a[0])?, &[], false)?]);
-    let g = grad(loss, &[0])(&[x.clone()]).unwrap();
+    let g = grad(loss, &[0])(std::slice::from_ref(&x)).unwrap();
     let three_x2: Vec<f64> = xs.iter().map(|&x| 3.0 * (x as f64).powi(2)).collect();
     assert_near("d/dx sum(x³)", &vals(&g[0]), &three_x2);
     let t = f32s(&[1.0, 2.0, -1.0, 0.5, 0.25]);
-    let (y, dy) = jvp(|a: &[Array]| Ok(vec![cube(&a[0])?]), &[x], &[t.clone()]).unwrap();
+    let (y, dy) = jvp(
+        |a: &[Array]| Ok(vec![cube(&a[0])?]),
+        &[x],
+        std::slice::from_ref(&t),
+    )
+    .unwrap();
     let cubes: Vec<f64> = xs.iter().map(|&x| (x as f64).powi(3)).collect();
     assert_near("x³", &vals(&y[0]), &cubes);
     let want: Vec<f64> = three_x2

@@ -49,10 +49,10 @@ pub struct ReaderRange {
 impl ReaderRange {
     /// The known releases in the range, first and last.
     pub fn known(&self) -> Option<(MlxVersion, MlxVersion)> {
-        let inside = |v: &&MlxVersion| **v >= self.first && self.before.map_or(true, |b| **v < b);
+        let inside = |v: &&MlxVersion| **v >= self.first && self.before.is_none_or(|b| **v < b);
         let mut it = MlxVersion::RELEASES.iter().filter(inside);
         let first = *it.next()?;
-        Some((first, *it.last().unwrap_or(&first)))
+        Some((first, *it.next_back().unwrap_or(&first)))
     }
 }
 

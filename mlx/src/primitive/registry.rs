@@ -39,7 +39,7 @@ impl PrimitiveEntry {
         let mut name = self.name;
         let mut best: Option<MlxVersion> = None;
         for &(old, before) in self.mlx_old_names {
-            if release < before && best.map_or(true, |b| before < b) {
+            if release < before && best.is_none_or(|b| before < b) {
                 (name, best) = (old, Some(before));
             }
         }

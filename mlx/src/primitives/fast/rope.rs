@@ -113,7 +113,6 @@ pub fn rope_inverse(
 }
 
 #[allow(clippy::too_many_arguments)]
-#[allow(clippy::too_many_arguments)]
 fn rope_impl(
     x: &Array,
     dims: i32,
