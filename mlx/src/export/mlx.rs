@@ -126,10 +126,30 @@ fn read_ids(r: &mut MlxReader<'_>, what: &str) -> Result<Vec<u64>> {
 /// than [`MlxVersion::NEWEST`] is read with the newest known layout, and an
 /// error names its release. `strict` rejects trailing bytes.
 pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
+    decode_from(bytes, None, path, strict)
+}
+
+/// [`decode`] of a mapped file whose constants are not copied at import:
+/// each is read in place, or copied on first use when it is not aligned
+/// (`Buffer::mapped_or_deferred`).
+pub fn decode_mapped(
+    map: &std::sync::Arc<memmap2::Mmap>,
+    path: &str,
+    strict: bool,
+) -> Result<FunctionTable> {
+    decode_from(map, Some(map), path, strict)
+}
+
+fn decode_from(
+    bytes: &[u8],
+    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    path: &str,
+    strict: bool,
+) -> Result<FunctionTable> {
     let r = &mut MlxReader::new(bytes, path);
     let version = r.str()?;
     r.version = layout_of(&version);
-    decode_body(r, version, strict).map_err(|e| {
+    decode_body(r, map, version, strict).map_err(|e| {
         let v = r.version;
         if v > MlxVersion::NEWEST {
             annotate(
@@ -155,7 +175,12 @@ pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
     })
 }
 
-fn decode_body(r: &mut MlxReader<'_>, version: String, strict: bool) -> Result<FunctionTable> {
+fn decode_body(
+    r: &mut MlxReader<'_>,
+    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    version: String,
+    strict: bool,
+) -> Result<FunctionTable> {
     let count = r.i32()?;
     if count < 0 {
         return Err(r.error(format!("negative function count {count}")));
@@ -174,7 +199,7 @@ fn decode_body(r: &mut MlxReader<'_>, version: String, strict: bool) -> Result<F
     };
     let mut constant_ids: HashMap<u64, usize> = HashMap::new();
     for fi in 0..count {
-        let tape = decode_function(r, &mut table.constants, &mut constant_ids)
+        let tape = decode_function(r, map, &mut table.constants, &mut constant_ids)
             .map_err(|e| annotate(e, &format!("function {fi}")))?;
         table.functions.push(tape);
     }
@@ -199,6 +224,7 @@ fn annotate(e: Error, ctx: &str) -> Error {
 
 fn decode_function(
     r: &mut MlxReader<'_>,
+    map: Option<&std::sync::Arc<memmap2::Mmap>>,
     constants: &mut Vec<Array>,
     constant_ids: &mut HashMap<u64, usize>,
 ) -> Result<Tape> {
@@ -316,14 +342,23 @@ fn decode_function(
                 .size()
                 .checked_mul(spec.dtype.size())
                 .ok_or_else(|| r.error("constant too large"))?;
+            let at = r.pos();
             let raw = r.take(n, "constant data")?;
-            let mut buf = Buffer::from_bytes(raw);
-            if spec.dtype == Dtype::Bool {
-                buf.bytes_mut()
-                    .expect("heap")
-                    .iter_mut()
-                    .for_each(|b| *b = (*b != 0) as u8);
-            }
+            let bools = spec.dtype == Dtype::Bool;
+            let buf = match map {
+                Some(m) => Buffer::mapped_or_deferred(m.clone(), at, n, bools)
+                    .ok_or_else(|| r.error("constant data outside the file"))?,
+                None => {
+                    let mut buf = Buffer::from_bytes(raw);
+                    if bools {
+                        buf.bytes_mut()
+                            .expect("heap")
+                            .iter_mut()
+                            .for_each(|b| *b = (*b != 0) as u8);
+                    }
+                    buf
+                }
+            };
             constants.push(Array::from_data(Data::contiguous(buf, &spec.shape), spec));
             constant_ids.insert(id, constants.len() - 1);
             ids.insert(id, ValueRef::Constant(constants.len() - 1));
