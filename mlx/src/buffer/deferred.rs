@@ -9,7 +9,7 @@
 //! parallel, and tells the kernel it no longer needs the file's pages for
 //! it, so the process holds each constant about once.
 
-use super::{fresh_blocks, Block, BUFFER_ALIGN};
+use super::{Block, BUFFER_ALIGN};
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
@@ -42,28 +42,39 @@ impl Deferred {
     }
 
     fn copy_out(&self, nbytes: usize) -> Vec<Block> {
-        let src = &self.map[self.offset..self.offset + nbytes];
-        let mut blocks = fresh_blocks(nbytes.div_ceil(BUFFER_ALIGN).max(1));
-        // SAFETY: the blocks are plain bytes, at least nbytes of them.
-        let dst = unsafe { std::slice::from_raw_parts_mut(blocks.as_mut_ptr() as *mut u8, nbytes) };
-        dst.par_chunks_mut(COPY_CHUNK)
-            .zip(src.par_chunks(COPY_CHUNK))
-            .for_each(|(d, s)| {
-                d.copy_from_slice(s);
+        let blocks = nbytes.div_ceil(BUFFER_ALIGN).max(1);
+        let mut copy = uninit_blocks(blocks);
+        let total = blocks * BUFFER_ALIGN;
+        // SAFETY: `copy` owns room for `total` bytes; they are written in
+        // full below (the file's bytes, then zeros for the padding) before
+        // the length is set and anything reads them.
+        let dst = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr() as *mut u8, total) };
+        let (data, padding) = dst.split_at_mut(nbytes);
+        padding.fill(0);
+        // Each task copies its chunk (so the new pages are first touched on
+        // both cores) and then lets go of that chunk's file pages, so the
+        // process never holds a constant twice over.
+        data.par_chunks_mut(COPY_CHUNK)
+            .enumerate()
+            .for_each(|(k, d)| {
+                let at = self.offset + k * COPY_CHUNK;
+                d.copy_from_slice(&self.map[at..at + d.len()]);
                 if self.bools {
                     d.iter_mut().for_each(|b| *b = (*b != 0) as u8);
                 }
+                self.release_source(at, d.len());
             });
-        self.release_source(nbytes);
-        blocks
+        // SAFETY: every byte of the `blocks` blocks was written above.
+        unsafe { copy.set_len(blocks) };
+        copy
     }
 
-    /// Drops the file's pages of this region from the process (they stay
-    /// in the page cache): the copy is the only one the process needs.
-    fn release_source(&self, nbytes: usize) {
+    /// Drops the file's pages of `[at, at + len)` from the process (they
+    /// stay in the page cache): the copy is the only one the process needs.
+    fn release_source(&self, at: usize, len: usize) {
         let page = 4096;
-        let start = self.offset.next_multiple_of(page);
-        let end = (self.offset + nbytes) / page * page;
+        let start = at.next_multiple_of(page);
+        let end = (at + len) / page * page;
         if end > start {
             // SAFETY: MADV_DONTNEED on a read-only private file mapping only
             // drops pages; a later read of them faults the file's bytes in
@@ -77,4 +88,15 @@ impl Deferred {
             };
         }
     }
+}
+
+/// Room for `blocks` blocks, uninitialised (length 0): pages are mapped
+/// when first written, by whichever thread writes them. A failed
+/// allocation unwinds as the other buffer constructors do.
+fn uninit_blocks(blocks: usize) -> Vec<Block> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(blocks).is_err() {
+        std::panic::panic_any(super::OutOfMemory(blocks.saturating_mul(BUFFER_ALIGN)));
+    }
+    v
 }
