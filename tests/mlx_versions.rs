@@ -172,7 +172,7 @@ fn divmod_is_not_written_for_releases_that_truncate() {
         .to_string();
     assert!(
         e.contains("MLX 0.32.1 could not run this file")
-            && e.contains("DivMod rounds the quotient toward zero")
+            && e.contains("computes DivMod differently (it rounds the quotient toward zero")
             && e.contains("write for MLX 0.32.2 or newer"),
         "{e}"
     );

@@ -381,8 +381,8 @@ fn mlx_name_for(name: &str, target: MlxVersion) -> Result<&'static str> {
         (entry.mlx_name(target), entry.mlx_meaning_before(target))
     {
         return Err(Error::Export(format!(
-            "MLX {target} could not run this file as written: its {name} {why} (as MLX before {since} does); \
-             write for MLX {since} or newer"
+            "MLX {target} could not run this file as written: MLX before {since} computes {name} \
+             differently (it {why}); write for MLX {since} or newer"
         )));
     }
     match (entry.mlx_name(target), entry.mlx_since) {

@@ -551,7 +551,7 @@ impl Primitive for Equal {
 #[primitive(mlx)]
 #[primitive(mlx_meaning(
     "0.32.2",
-    "rounds the quotient toward zero (the remainder takes the dividend's sign)"
+    "rounds the quotient toward zero, and the remainder takes the dividend's sign"
 ))]
 pub struct DivMod {}
 
