@@ -84,6 +84,13 @@ pub fn readers(table: &FunctionTable, layout: MlxVersion) -> Result<ReaderRange>
         }
     };
     cut(MlxVersion::HEADER_METADATA, &mut range);
+    // Older releases mix keyword inputs up; an old file's own order is
+    // whatever its writer's hash map gave, so only newer layouts cut.
+    if layout >= MlxVersion::KWARGS_IN_ORDER
+        && table.functions.iter().any(|t| t.kwarg_names.len() > 1)
+    {
+        range.first = range.first.max(MlxVersion::KWARGS_IN_ORDER);
+    }
     let mut seen = std::collections::HashSet::new();
     for e in table.functions.iter().flat_map(|t| &t.entries) {
         let name = e.primitive.name();
@@ -401,9 +408,18 @@ fn write_spec(w: &mut MlxWriter, s: &Spec) {
     s.dtype.write_mlx(w);
 }
 
-/// The name MLX `target` writes for `name`, or why it cannot hold it.
+/// The name MLX `target` writes for `name`, or why it cannot hold it (or
+/// would compute it differently).
 fn mlx_name_for(name: &str, target: MlxVersion) -> Result<&'static str> {
     let entry = lookup(name)?;
+    if let (Some(_), Some((since, why))) =
+        (entry.mlx_name(target), entry.mlx_meaning_before(target))
+    {
+        return Err(Error::Export(format!(
+            "MLX {target} could not run this file as written: MLX before {since} computes {name} \
+             differently (it {why}); write for MLX {since} or newer"
+        )));
+    }
     match (entry.mlx_name(target), entry.mlx_since) {
         (Some(n), _) => Ok(n),
         (None, Some(since)) => Err(Error::Export(format!(
@@ -438,9 +454,21 @@ pub fn encode_for(table: &FunctionTable, target: MlxVersion) -> Result<Vec<u8>> 
     }
     if target < MlxVersion::HEADER_METADATA && !table.metadata.is_empty() {
         return Err(Error::Export(format!(
-            "MLX {target} files have no metadata (it was added in {}); clear the metadata to write for it",
+            "MLX {target} could not import this file: it has metadata, which MLX files hold only from {} on; \
+             clear the metadata (mlxfn convert --drop-metadata) to write for MLX {target}",
             MlxVersion::HEADER_METADATA
         )));
+    }
+    if target < MlxVersion::KWARGS_IN_ORDER {
+        if let Some(t) = table.functions.iter().find(|t| t.kwarg_names.len() > 1) {
+            return Err(Error::Export(format!(
+                "MLX {target} could not run this file as written: it passes keyword inputs to an imported \
+                 function in hash-map order, which mixes up the {} keyword inputs ({}); write for MLX {} or newer",
+                t.kwarg_names.len(),
+                t.kwarg_names.join(", "),
+                MlxVersion::KWARGS_IN_ORDER
+            )));
+        }
     }
     let mut w = MlxWriter::for_release(target);
     w.str(&target.to_string());
