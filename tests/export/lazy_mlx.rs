@@ -12,7 +12,9 @@ const ROWS: usize = 256;
 const COLS: usize = 1024;
 
 fn weight() -> Vec<f32> {
-    (0..ROWS * COLS).map(|i| ((i % 7) as f32 - 3.0) * 0.25).collect()
+    (0..ROWS * COLS)
+        .map(|i| ((i % 7) as f32 - 3.0) * 0.25)
+        .collect()
 }
 
 fn mask() -> Vec<bool> {
@@ -43,7 +45,11 @@ fn an_mlx_import_copies_no_constant_and_computes_the_same() {
     let f = move |a: &[Array]| {
         let y = ops::matmul(&a[0], &ops::transpose(&w, &[1, 0])?)?;
         let zero = Array::scalar(0.0f32);
-        Ok(vec![ops::where_(&m, &ops::reshape(&y, &[ROWS as i32])?, &zero)?])
+        Ok(vec![ops::where_(
+            &m,
+            &ops::reshape(&y, &[ROWS as i32])?,
+            &zero,
+        )?])
     };
     let path = std::env::temp_dir().join(format!("mlx-lazy-{}.mlxfn", std::process::id()));
     let xs: Vec<f32> = (0..COLS).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect();
@@ -61,7 +67,10 @@ fn an_mlx_import_copies_no_constant_and_computes_the_same() {
         "import allocated {largest} bytes at once; the weight is {constant_bytes}"
     );
     for c in &imported.table().constants {
-        assert!(c.data().unwrap().buffer.is_mapped(), "{c:?} was copied at import");
+        assert!(
+            c.data().unwrap().buffer.is_mapped(),
+            "{c:?} was copied at import"
+        );
     }
     let want = expected(&xs);
     let read = Array::from_slice(&xs, &[1, COLS as i32]).unwrap();
@@ -83,7 +92,10 @@ fn an_mlx_import_copies_no_constant_and_computes_the_same() {
                 .to_vec::<f32>()
                 .unwrap();
             for (r, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "row {r}: {g} vs {w}");
+                assert!(
+                    (*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "row {r}: {g} vs {w}"
+                );
             }
         }
     }
