@@ -144,7 +144,10 @@ fn writing_for_older_releases() {
                             name == "mlp_kwargs" && release < MlxVersion::KWARGS_IN_ORDER,
                             "{name} for {release}: {msg}"
                         );
-                        assert!(msg.contains("scale, shift") && msg.contains("0.29.3"), "{msg}");
+                        assert!(
+                            msg.contains("scale, shift") && msg.contains("0.29.3"),
+                            "{msg}"
+                        );
                     }
                 }
             }
@@ -200,7 +203,10 @@ fn several_keyword_inputs_are_not_written_for_releases_that_mix_them_up() {
     );
     let out = encode_for(&table, MlxVersion::KWARGS_IN_ORDER).unwrap();
     let back = decode(&out, "kwargs", true).unwrap();
-    assert_eq!(back.functions[0].kwarg_names, table.functions[0].kwarg_names);
+    assert_eq!(
+        back.functions[0].kwarg_names,
+        table.functions[0].kwarg_names
+    );
     let range = readers(&back, MlxVersion::KWARGS_IN_ORDER).unwrap();
     assert_eq!(range.first, MlxVersion::KWARGS_IN_ORDER, "{range}");
 }
@@ -221,5 +227,8 @@ fn metadata_is_refused_before_0_32_1_and_can_be_dropped() {
     );
     table.metadata.clear();
     let out = encode_for(&table, MlxVersion::new(0, 32, 0)).unwrap();
-    assert_eq!(decode(&out, "multi_trace", true).unwrap().functions.len(), table.functions.len());
+    assert_eq!(
+        decode(&out, "multi_trace", true).unwrap().functions.len(),
+        table.functions.len()
+    );
 }

@@ -251,7 +251,15 @@ fn inspect_prints_which_mlx_releases_read_the_file() {
 fn convert_for_an_older_mlx_refuses_what_it_cannot_run() {
     let out = tmp("refused.mlxfn");
     let to = |src: &Path, v: &str, extra: &[&str]| {
-        let mut args = vec!["convert", p(src), p(&out), "--to", "mlx", "--mlx-version", v];
+        let mut args = vec![
+            "convert",
+            p(src),
+            p(&out),
+            "--to",
+            "mlx",
+            "--mlx-version",
+            v,
+        ];
         args.extend_from_slice(extra);
         mlxfn(&args)
     };
@@ -259,8 +267,7 @@ fn convert_for_an_older_mlx_refuses_what_it_cannot_run() {
     let o = to(&fixtures().join("multi_output/fn.mlxfn"), "0.30.6", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        text(&o).contains("MLX 0.30.6 could not run this file")
-            && text(&o).contains("DivMod"),
+        text(&o).contains("MLX 0.30.6 could not run this file") && text(&o).contains("DivMod"),
         "{}",
         text(&o)
     );
