@@ -117,6 +117,51 @@ pub fn to_contiguous_vec<T: Element>(data: &Data, shape: &[i32]) -> Vec<T> {
     out
 }
 
+/// Elements `start..start + out.len()` of `data` (shaped `shape`) in
+/// row-major order, copied into `out` run by run along the last axis (one
+/// chunk of a strided input, without indexing every element from scratch).
+pub fn gather_range<T: Element>(data: &Data, shape: &[i32], start: usize, out: &mut [T]) {
+    if out.is_empty() {
+        return;
+    }
+    let src = data.buffer.as_slice::<T>();
+    let nd = shape.len();
+    if nd == 0 {
+        out.fill(src[data.offset]);
+        return;
+    }
+    // The multi-index of `start` and its element offset.
+    let mut idx = vec![0usize; nd];
+    let mut rem = start;
+    let mut off = data.offset as isize;
+    for ax in (0..nd).rev() {
+        let d = shape[ax] as usize;
+        idx[ax] = rem % d;
+        rem /= d;
+        off += idx[ax] as isize * data.strides[ax];
+    }
+    let (last, stride) = (shape[nd - 1] as usize, data.strides[nd - 1]);
+    let mut k = 0;
+    while k < out.len() {
+        let run = (last - idx[nd - 1]).min(out.len() - k);
+        for (i, o) in out[k..k + run].iter_mut().enumerate() {
+            *o = src[(off + i as isize * stride) as usize];
+        }
+        k += run;
+        // Step past the run, then carry into the outer axes like an odometer.
+        idx[nd - 1] += run;
+        off += run as isize * stride;
+        let mut ax = nd - 1;
+        while idx[ax] == shape[ax] as usize && ax > 0 {
+            off -= shape[ax] as isize * data.strides[ax];
+            idx[ax] = 0;
+            ax -= 1;
+            idx[ax] += 1;
+            off += data.strides[ax];
+        }
+    }
+}
+
 /// `data` itself when it is row-major from a buffer of its own size, else a row-major copy.
 pub fn make_contiguous<T: Element>(data: &Data, shape: &[i32]) -> Data {
     if data.is_row_contiguous(shape) {
@@ -126,4 +171,33 @@ pub fn make_contiguous<T: Element>(data: &Data, shape: &[i32]) -> Data {
         Buffer::from_slice(&to_contiguous_vec::<T>(data, shape)),
         shape,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_range_reads_any_chunk_of_a_strided_view() {
+        // A (2, 3, 4) array of 0..24 viewed as its (4, 2, 3) transpose,
+        // reversed along the middle axis: element (i, j, k) of the view is
+        // source element (1 - j, k, i), i.e. 12 (1 - j) + 4 k + i.
+        let src: Vec<u32> = (0..24).collect();
+        let data = Data {
+            buffer: Arc::new(Buffer::from_slice(&src)),
+            strides: vec![1, -12, 4],
+            offset: 12,
+        };
+        let shape = [4, 2, 3];
+        let want: Vec<u32> = (0..4)
+            .flat_map(|i| (0..2).flat_map(move |j| (0..3).map(move |k| 12 * (1 - j) + 4 * k + i)))
+            .collect();
+        for start in 0..24 {
+            for len in 0..=24 - start {
+                let mut out = vec![u32::MAX; len];
+                gather_range(&data, &shape, start, &mut out);
+                assert_eq!(out, want[start..start + len], "start {start} len {len}");
+            }
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! writers refuse a node they cannot name.
 
 use crate::array::Data;
+use crate::layout::gather_range;
 use crate::buffer::Buffer;
 use crate::primitive::{ChunkRef, MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::{Array, Error, Result};
@@ -245,34 +246,14 @@ fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
             spec,
         );
     }
-    // Strided: gather this chunk's elements.
+    // Strided: gather this chunk's elements (by width: only bytes move).
+    let mut buf = Buffer::for_overwrite(len * a.dtype().size());
     let shape = a.shape();
-    let esize = a.dtype().size();
-    let src = d.buffer.bytes();
-    let mut buf = Buffer::zeroed(len * esize);
-    let dst = buf.bytes_mut().expect("heap buffer");
-    let mut idx = vec![0i64; shape.len()];
-    let mut rem = start as i64;
-    for ax in (0..shape.len()).rev() {
-        idx[ax] = rem % shape[ax] as i64;
-        rem /= shape[ax] as i64;
-    }
-    for k in 0..len {
-        let off = d.offset as isize
-            + idx
-                .iter()
-                .zip(&d.strides)
-                .map(|(&i, &s)| i as isize * s)
-                .sum::<isize>();
-        let off = off as usize * esize;
-        dst[k * esize..(k + 1) * esize].copy_from_slice(&src[off..off + esize]);
-        for ax in (0..shape.len()).rev() {
-            idx[ax] += 1;
-            if idx[ax] < shape[ax] as i64 {
-                break;
-            }
-            idx[ax] = 0;
-        }
+    match a.dtype().size() {
+        1 => gather_range::<u8>(d, shape, start, buf.as_mut_slice().expect("heap buffer")),
+        2 => gather_range::<u16>(d, shape, start, buf.as_mut_slice().expect("heap buffer")),
+        4 => gather_range::<u32>(d, shape, start, buf.as_mut_slice().expect("heap buffer")),
+        _ => gather_range::<u64>(d, shape, start, buf.as_mut_slice().expect("heap buffer")),
     }
     Array::from_data(Data::contiguous(buf, &[len as i32]), spec)
 }
