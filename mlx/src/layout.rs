@@ -53,6 +53,51 @@ impl Data {
         true
     }
 
+    /// Whether these strides and offset keep every element of an array of
+    /// `shape` and `dtype` inside the buffer, and (for bool) whether the
+    /// buffer holds only 0 and 1 bytes. Kernels index buffers through raw
+    /// pointers and read bool buffers as `bool`: both rely on this, so data
+    /// built outside the library ([`Array::from_data`](crate::Array::from_data),
+    /// a user primitive's kernel) is checked before an array holds it.
+    pub fn check_fits(&self, shape: &[i32], dtype: crate::Dtype) -> Result<(), String> {
+        if self.strides.len() != shape.len() {
+            return Err(format!(
+                "{} strides for the {} axes of shape {shape:?}",
+                self.strides.len(),
+                shape.len()
+            ));
+        }
+        if let Some(&d) = shape.iter().find(|&&d| d < 0) {
+            return Err(format!("negative dimension {d} in shape {shape:?}"));
+        }
+        let elements = self.buffer.len() / dtype.size();
+        if dtype == crate::Dtype::Bool {
+            if let Some(b) = self.buffer.bytes().iter().find(|&&b| b > 1) {
+                return Err(format!("a bool buffer holds the byte {b}, not 0 or 1"));
+            }
+        }
+        if shape.contains(&0) {
+            return Ok(());
+        }
+        // The lowest and highest element reached, in i128 (no overflow).
+        let (mut lo, mut hi) = (self.offset as i128, self.offset as i128);
+        for (&d, &s) in shape.iter().zip(&self.strides) {
+            let span = (d as i128 - 1) * s as i128;
+            if span < 0 {
+                lo += span;
+            } else {
+                hi += span;
+            }
+        }
+        if lo < 0 || hi >= elements as i128 {
+            return Err(format!(
+                "shape {shape:?} with strides {:?} from offset {} reaches elements {lo}..={hi} of a buffer of {elements} {dtype} elements",
+                self.strides, self.offset
+            ));
+        }
+        Ok(())
+    }
+
     /// The elements from `offset` on, typed. Index with the strides.
     pub fn slice<T: Element>(&self) -> &[T] {
         &self.buffer.as_slice::<T>()[self
