@@ -144,7 +144,9 @@ impl Array {
     /// itself and knows fits (the fused executor's chunk views, where a
     /// bool check would rescan the whole input for every chunk).
     pub(crate) fn from_data_unchecked(data: Data, spec: Spec) -> Array {
-        debug_assert!(spec.dtype == Dtype::Bool || data.check_fits(&spec.shape, spec.dtype).is_ok());
+        debug_assert!(
+            spec.dtype == Dtype::Bool || data.check_fits(&spec.shape, spec.dtype).is_ok()
+        );
         Array(Arc::new(ArrayInner {
             spec,
             state: Mutex::new(State::Ready(data)),

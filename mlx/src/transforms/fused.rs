@@ -8,8 +8,8 @@
 //! writers refuse a node they cannot name.
 
 use crate::array::Data;
-use crate::layout::gather_range;
 use crate::buffer::Buffer;
+use crate::layout::gather_range;
 use crate::primitive::{ChunkRef, MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::{Array, Error, Result};
 use rayon::prelude::*;
