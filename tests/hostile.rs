@@ -463,6 +463,29 @@ fn states_that_decode_to_absurd_parameters_are_refused() {
     }
 }
 
+/// Found by the `import` fuzz target: a Quantize of a declared
+/// `[1, 2^30]` input computed its packed width as `k * bits` in i32, which
+/// overflowed (a panic with overflow checks, a wrong shape without).
+#[test]
+fn quantize_of_a_huge_declared_width_does_not_overflow() {
+    let state = map(&[
+        ("group_size", int(64)),
+        ("bits", int(8)),
+        ("mode", text("Affine")),
+        ("dequantize", Value::Bool(false)),
+    ]);
+    let bytes = single_entry(
+        "Quantize",
+        state,
+        vec![spec(&[1, 1 << 30], "float32")],
+        spec(&[1, 1 << 28], "uint32"),
+    );
+    // Import checks the recorded specs (where it overflowed); the call
+    // without the 4 GiB input is then refused.
+    let e = run_err(&bytes, &[]);
+    assert_has(&e, &["no exported signature matches"]);
+}
+
 #[test]
 fn gather_with_out_of_range_indices_is_an_error() {
     // x[i] for x: float32 [4] and indices read from the call's input.
