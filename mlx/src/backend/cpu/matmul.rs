@@ -10,6 +10,7 @@ use crate::array::Data;
 use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::copy::for_each_row;
 use crate::backend::cpu::num::Num;
+use crate::backend::cpu::simd::Widen;
 use crate::buffer::Buffer;
 use crate::{Complex64, Dtype, Element, Error, Result};
 use gemm::Parallelism;
@@ -55,7 +56,15 @@ pub fn addmm(
     if size == 0 {
         return Ok(Data::contiguous(buf, out_shape));
     }
-    if dtype == Dtype::Float32 && c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) {
+    let one_row = match (dtype, &c) {
+        (Dtype::Float32, None) => one_row_gemv(&a, &b, alpha, out_shape, &mut buf, |v| v),
+        // The f32 sum rounded once, as the widened product below does.
+        (Dtype::Bfloat16, None) => {
+            one_row_gemv(&a, &b, alpha, out_shape, &mut buf, bf16::from_f32)
+        }
+        _ => false,
+    };
+    if one_row {
         return Ok(Data::contiguous(buf, out_shape));
     }
     match dtype {
@@ -136,13 +145,16 @@ pub fn addmm(
 }
 
 /// `x @ W` for a single row without batch (a batch-1 linear layer), run by
-/// [`gemv`](super::gemv) when `W`'s layout allows; false leaves `out` alone.
-fn one_row_gemv(
+/// [`gemv`](super::gemv) when `W`'s layout allows, `W` read in place as
+/// f32 (a bf16 weight is never widened as a whole) and each output stored
+/// by `store`; false leaves `out` alone.
+fn one_row_gemv<T: Element + Widen>(
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
     alpha: f32,
     out_shape: &[i32],
     out: &mut Buffer,
+    store: impl Fn(f32) -> T,
 ) -> bool {
     let nd = out_shape.len();
     let batch: usize = out_shape[..nd - 2].iter().map(|&d| d as usize).product();
@@ -151,7 +163,7 @@ fn one_row_gemv(
     }
     let (k, n) = (a.shape[nd - 1] as usize, out_shape[nd - 1] as usize);
     let w = super::gemv::Strided {
-        w: b.data.buffer.as_slice::<f32>(),
+        w: b.data.buffer.as_slice::<T>(),
         offset: b.data.offset,
         row_stride: b.data.strides[nd - 2],
         col_stride: b.data.strides[nd - 1],
@@ -161,13 +173,15 @@ fn one_row_gemv(
     if !w.supported() {
         return false;
     }
-    let src = a.data.buffer.as_slice::<f32>();
+    let src = a.data.buffer.as_slice::<T>();
     let step = a.data.strides[nd - 1];
     let x: Vec<f32> = (0..k as isize)
-        .map(|i| src[(a.data.offset as isize + i * step) as usize])
+        .map(|i| src[(a.data.offset as isize + i * step) as usize].widen())
         .collect();
-    let dst = out.as_mut_slice::<f32>().expect("heap buffer");
-    super::gemv::gemv(&x, &w, alpha, dst);
+    let mut result = vec![0f32; n];
+    super::gemv::gemv(&x, &w, alpha, &mut result);
+    let dst = out.as_mut_slice::<T>().expect("heap buffer");
+    dst.iter_mut().zip(result).for_each(|(d, r)| *d = store(r));
     true
 }
 
