@@ -683,3 +683,111 @@ fn overlapping_constants_are_refused() {
     let e = run_err(&bytes, &[f32s(16)]);
     assert_has(&e, &["constant 1", "overlaps"]);
 }
+
+// Data built outside the library: `Array::from_data` and a user primitive's
+// kernel are safe code, but kernels index buffers through raw pointers
+// (gemm) and read bool buffers as `bool`. Found reviewing the `// SAFETY:`
+// reasons of the unsafe blocks (issue 21): nothing checked that the data fit.
+
+use mlx::{Buffer, Data, Dtype, Spec};
+use std::sync::Arc;
+
+/// `Array::from_data`'s panic message (the test fails if it builds).
+fn from_data_refusal(data: Data, spec: Spec) -> String {
+    match std::panic::catch_unwind(|| Array::from_data(data, spec)) {
+        Ok(a) => panic!("from_data accepted data that does not fit {:?}", a.shape()),
+        Err(p) => p.downcast_ref::<String>().cloned().unwrap_or_default(),
+    }
+}
+
+fn four_f32() -> Arc<Buffer> {
+    Arc::new(Buffer::from_slice(&[1.0f32, 2.0, 3.0, 4.0]))
+}
+
+fn strided(strides: &[isize], offset: usize) -> Data {
+    Data {
+        buffer: four_f32(),
+        strides: strides.to_vec(),
+        offset,
+    }
+}
+
+#[test]
+fn data_that_does_not_fit_its_buffer_is_refused() {
+    let f32_spec = |shape: &[i32]| Spec::new(shape, Dtype::Float32);
+    // 8 elements over a buffer of 4: matmul's gemm would read past the end.
+    let e = from_data_refusal(
+        Data::contiguous(Buffer::from_slice(&[1.0f32; 4]), &[2, 4]),
+        f32_spec(&[2, 4]),
+    );
+    assert_has(&e, &["reaches elements 0..=7", "buffer of 4 float32"]);
+    // An offset past the end, a negative stride before the start, strides
+    // for another rank, a scalar over an empty buffer.
+    let e = from_data_refusal(strided(&[1], 3), f32_spec(&[2]));
+    assert_has(&e, &["reaches elements 3..=4"]);
+    let e = from_data_refusal(strided(&[-1], 0), f32_spec(&[2]));
+    assert_has(&e, &["reaches elements -1..=0"]);
+    let e = from_data_refusal(strided(&[1], 0), f32_spec(&[2, 2]));
+    assert_has(&e, &["1 strides for the 2 axes"]);
+    let e = from_data_refusal(
+        Data::contiguous(Buffer::from_bytes(&[]), &[]),
+        f32_spec(&[]),
+    );
+    assert_has(&e, &["buffer of 0 float32"]);
+    // Strides near isize::MAX do not wrap into range.
+    let e = from_data_refusal(strided(&[isize::MAX, 1], 0), f32_spec(&[3, 1]));
+    assert_has(&e, &["reaches elements"]);
+    // A bool buffer holding 2: reading it as `bool` is undefined behaviour.
+    let e = from_data_refusal(
+        Data::contiguous(Buffer::from_bytes(&[0, 1, 2]), &[3]),
+        Spec::new([3], Dtype::Bool),
+    );
+    assert_has(&e, &["the byte 2"]);
+
+    // What fits still builds: a broadcast (stride 0), a reversed view, an
+    // empty array over an empty buffer.
+    let b = Array::from_data(strided(&[0, 1], 0), f32_spec(&[3, 4]));
+    assert_eq!(b.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0].repeat(3));
+    let r = Array::from_data(strided(&[-1], 3), f32_spec(&[4]));
+    assert_eq!(r.to_vec::<f32>().unwrap(), [4.0, 3.0, 2.0, 1.0]);
+    let z = Array::from_data(
+        Data::contiguous(Buffer::from_bytes(&[]), &[0, 5]),
+        f32_spec(&[0, 5]),
+    );
+    assert_eq!(z.to_vec::<f32>().unwrap(), Vec::<f32>::new());
+}
+
+/// A user primitive whose (safe) kernel returns 64 × 64 elements over a
+/// buffer of 4.
+#[derive(Debug, Clone, PartialEq, mlx::Primitive)]
+#[primitive(name = "TestHostileShortKernel")]
+struct ShortKernel;
+
+impl mlx::Primitive for ShortKernel {
+    fn output_specs(&self, _: &[Spec]) -> mlx::Result<Vec<Spec>> {
+        Ok(vec![Spec::new([64, 64], Dtype::Float32)])
+    }
+
+    fn eval(&self, _: &[Array], _: &[Spec]) -> mlx::Result<Vec<Data>> {
+        Ok(vec![Data::contiguous(
+            Buffer::from_slice(&[1.0f32; 4]),
+            &[64, 64],
+        )])
+    }
+}
+
+#[test]
+fn a_kernel_returning_data_past_its_buffer_is_an_error() {
+    let short = Array::from_primitive(ShortKernel, vec![f32s(1)]).unwrap();
+    // matmul hands the data to gemm as raw pointers: it must never see it.
+    let product = mlx::ops::matmul(&short, &short).unwrap();
+    let e = product.eval().unwrap_err().to_string();
+    assert_has(
+        &e,
+        &[
+            "TestHostileShortKernel",
+            "does not fit its output",
+            "buffer of 4",
+        ],
+    );
+}

@@ -84,6 +84,13 @@ fn rewriting_for_the_writing_release_keeps_its_layout() {
             let bytes = std::fs::read(&path).unwrap();
             let table = decode(&bytes, &path.display().to_string(), true)
                 .unwrap_or_else(|e| panic!("{r}/{name}: {e}"));
+            let mixes_kwargs = table.functions.iter().any(|t| t.kwarg_names.len() > 1);
+            if mixes_kwargs && release < MlxVersion::KWARGS_IN_ORDER {
+                // That release mixed up the keyword inputs of its own file.
+                let e = encode_for(&table, release).unwrap_err().to_string();
+                assert!(e.contains("hash-map order"), "{r}/{name}: {e}");
+                continue;
+            }
             let ours = encode_for(&table, release).unwrap_or_else(|e| panic!("{r}/{name}: {e}"));
             assert_eq!(ours.len(), bytes.len(), "{r}/{name}: re-encoded length");
             let range = readers(&table, release).unwrap();
@@ -125,17 +132,103 @@ fn writing_for_older_releases() {
                 }
                 Err(e) => {
                     let msg = e.to_string();
-                    // Only the reduction slice updates need a newer release.
-                    assert!(
-                        name == "at_add" && release < MlxVersion::new(0, 31, 2),
-                        "{name} for {release}: {msg}"
-                    );
-                    assert!(
-                        msg.contains("SliceUpdate") && msg.contains("0.31.2"),
-                        "{msg}"
-                    );
+                    // The reduction slice updates need a newer release, and
+                    // so do two keyword inputs.
+                    if name == "at_add" && release < MlxVersion::new(0, 31, 2) {
+                        assert!(
+                            msg.contains("SliceUpdate") && msg.contains("0.31.2"),
+                            "{msg}"
+                        );
+                    } else {
+                        assert!(
+                            name == "mlp_kwargs" && release < MlxVersion::KWARGS_IN_ORDER,
+                            "{name} for {release}: {msg}"
+                        );
+                        assert!(
+                            msg.contains("scale, shift") && msg.contains("0.29.3"),
+                            "{msg}"
+                        );
+                    }
                 }
             }
         }
     }
+}
+
+fn mlx_fixture(case: &str, file: &str) -> mlx::export::FunctionTable {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mlx")
+        .join(case)
+        .join(file);
+    decode(&std::fs::read(&path).unwrap(), case, true).unwrap()
+}
+
+/// Found by check_written.py: MLX before 0.32.2 imports a DivMod written
+/// for it but rounds the quotient toward zero (MLX 0.32.2 floors, as we
+/// do), so the file gave other values there. Writing it for those
+/// releases is refused, and the 0.32.4 file's readers start at 0.32.2.
+#[test]
+fn divmod_is_not_written_for_releases_that_truncate() {
+    let table = mlx_fixture("multi_output", "fn.mlxfn");
+    let e = encode_for(&table, MlxVersion::new(0, 32, 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("MLX 0.32.1 could not run this file")
+            && e.contains("computes DivMod differently (it rounds the quotient toward zero")
+            && e.contains("write for MLX 0.32.2 or newer"),
+        "{e}"
+    );
+    encode_for(&table, MlxVersion::new(0, 32, 2)).unwrap();
+    let range = readers(&table, MlxVersion::NEWEST).unwrap();
+    assert_eq!(range.first, MlxVersion::new(0, 32, 2), "{range}");
+}
+
+/// Found by check_written.py: MLX before 0.29.3 binds the keyword inputs
+/// of an imported function in hash-map order, so a file we wrote for it
+/// with several keyword inputs gave wrong values there. Refused, naming
+/// the inputs; a function with keyword inputs reads from 0.29.3 on.
+#[test]
+fn several_keyword_inputs_are_not_written_for_releases_that_mix_them_up() {
+    let table = mlx_fixture("kwargs", "fn.mlxfn");
+    assert!(table.functions[0].kwarg_names.len() > 1);
+    let e = encode_for(&table, MlxVersion::new(0, 29, 2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("MLX 0.29.2 could not run this file")
+            && e.contains("hash-map order")
+            && e.contains("write for MLX 0.29.3 or newer"),
+        "{e}"
+    );
+    let out = encode_for(&table, MlxVersion::KWARGS_IN_ORDER).unwrap();
+    let back = decode(&out, "kwargs", true).unwrap();
+    assert_eq!(
+        back.functions[0].kwarg_names,
+        table.functions[0].kwarg_names
+    );
+    let range = readers(&back, MlxVersion::KWARGS_IN_ORDER).unwrap();
+    assert_eq!(range.first, MlxVersion::KWARGS_IN_ORDER, "{range}");
+}
+
+/// Files before 0.32.1 have no metadata: writing one with metadata for
+/// them is refused with a message naming the way out, and works once the
+/// metadata is cleared.
+#[test]
+fn metadata_is_refused_before_0_32_1_and_can_be_dropped() {
+    let mut table = mlx_fixture("multi_trace", "fn.mlxfn");
+    assert!(!table.metadata.is_empty());
+    let e = encode_for(&table, MlxVersion::new(0, 32, 0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("MLX 0.32.0 could not import this file") && e.contains("--drop-metadata"),
+        "{e}"
+    );
+    table.metadata.clear();
+    let out = encode_for(&table, MlxVersion::new(0, 32, 0)).unwrap();
+    assert_eq!(
+        decode(&out, "multi_trace", true).unwrap().functions.len(),
+        table.functions.len()
+    );
 }

@@ -14,7 +14,8 @@ Layering (lowest first). An arrow is *upward* when its target sits on a
 higher layer than its source; arrows within a layer are sideways and fine.
 
   0 base       element, dtype, error          what every value is made of
-  1 storage    buffer, shape, layout          bytes, axis and stride arithmetic
+  1 storage    buffer, shape, layout,         bytes, axis and stride arithmetic,
+               trace_flag                     the thread's tracing flags (a leaf)
   2 graph      array, primitive               the lazy node and the primitive trait
   3 kernels    backend                        computes a primitive's outputs
   4 nodes      primitives                     the primitive structs (state, eval, vjp)
@@ -43,7 +44,7 @@ import sys
 
 LAYERS = [
     ("base", ["element", "dtype", "error"]),
-    ("storage", ["buffer", "shape", "layout"]),
+    ("storage", ["buffer", "shape", "layout", "trace_flag"]),
     ("graph", ["array", "primitive"]),
     ("kernels", ["backend"]),
     ("nodes", ["primitives"]),

@@ -2,17 +2,24 @@
 # Runs the tests that exercise the library's own `unsafe` code (heap and
 # mapped buffers, byte casts, SIMD kernels and their tails, native-file
 # constants mapped in place) under valgrind's memcheck; exits non-zero on
-# any memcheck report. Usage: tools/memcheck.sh [TEST-TARGET...]
+# any memcheck report. Usage: tools/memcheck.sh [TARGET[:FILTER]...]
 #
-# The default targets: the library's unit tests (buffer casts, SIMD lanes),
-# the element-wise layout tests (strided and tail paths), the native-format
-# tests (mapped constants) and the hostile-file tests (checks before
-# allocation). Valgrind slows code ~30x: keep the list to these.
+# TARGET is `lib` (the library's unit tests) or an integration-test target
+# of the root package (`ops`, `export`, `hostile`, ...); FILTER selects its
+# tests as `cargo test`'s filter does (a module path such as `matmul::`).
+# The defaults: the library's unit tests (buffer casts, SIMD lanes), the
+# element-wise layout tests (strided and tail paths), the kernels with
+# `unsafe` blocks (matmul and conv through gemm, quantized and attention
+# tiles, softmax's FMA rows), the native-format tests (mapped constants)
+# and the hostile-file tests (checks before allocation). Valgrind slows
+# code ~30x: keep the list to these. The C ABI has its own memcheck test
+# (`cargo test -p mlx-c --test memcheck`, leaks included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "memcheck: valgrind is not installed" >&2; exit 1; }
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(lib elementwise_layout export_native hostile)
+[ ${#targets[@]} -gt 0 ] || targets=(lib ops:elementwise_layout:: ops:matmul:: ops:conv::
+  ops:quantized:: ops:fast:: export:native:: hostile)
 
 # Valgrind does not know AVX-512; the kernels pick AVX2 at run time, which it runs.
 vg=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=no
@@ -26,15 +33,18 @@ binary_of() {
 }
 
 status=0
-for t in "${targets[@]}"; do
+for spec in "${targets[@]}"; do
+  t=${spec%%:*}
+  filter=()
+  [ "$t" = "$spec" ] || filter=("${spec#*:}")
   bin=$(binary_of "$t")
   [ -n "$bin" ] || { echo "memcheck: could not build $t" >&2; exit 1; }
-  echo "memcheck: $t ($bin)"
+  echo "memcheck: $spec ($bin)"
   # One test thread: valgrind serialises threads anyway. Tests that spawn
   # an address-limited child (it re-runs itself) are skipped: valgrind's
   # own mappings do not fit under that limit.
-  if ! "${vg[@]}" "$bin" --test-threads 1 --skip address_limit -q; then
-    echo "memcheck: reports in $t" >&2
+  if ! "${vg[@]}" "$bin" "${filter[@]}" --test-threads 1 --skip address_limit -q; then
+    echo "memcheck: reports in $spec" >&2
     status=1
   fi
 done

@@ -97,21 +97,12 @@ greedy!(
     qwen2_bf16 => "qwen2_bf16",
     qwen2_f32 => "qwen2_f32",
     qwen2_q4 => "qwen2_q4",
+    qwen3_bf16 => "qwen3_bf16",
     qwen3_f32 => "qwen3_f32",
     qwen3_moe_f32 => "qwen3_moe_f32",
     qwen3_moe_q4 => "qwen3_moe_q4",
     qwen3_q4 => "qwen3_q4",
 );
-
-/// Known difference: at token 21 the engine's bf16 logits pick another id
-/// than MLX's (Python MLX running this same export matches mlx-lm), so one
-/// bf16 op of qwen3 (q/k RMSNorm in bf16 is the suspect) still rounds
-/// differently from MLX. Left for an engine fix; the f32 and 4-bit qwen3 pass.
-#[test]
-#[ignore = "engine bf16 rounding differs from MLX at token 21 (see comment)"]
-fn qwen3_bf16() {
-    run("qwen3_bf16", "greedy", Sampling::greedy());
-}
 
 sampled!(
     gemma2_f32_sampled => "gemma2_f32",

@@ -33,6 +33,10 @@ pub struct Model {
     /// `#[primitive(mlx_alias("Old", before = "x.y.z"))]`: the name MLX
     /// releases before `x.y.z` write for this primitive.
     pub mlx_aliases: Vec<(LitStr, Release)>,
+    /// `#[primitive(mlx_meaning("x.y.z", "why"))]`: MLX releases before
+    /// `x.y.z` compute this primitive differently (same name and state), so
+    /// a file holding it cannot be written for them; `why` says how.
+    pub mlx_meanings: Vec<(Release, LitStr)>,
     pub fields: Vec<Field>,
 }
 
@@ -96,6 +100,7 @@ impl Model {
             elementwise,
             mlx,
             mlx_aliases,
+            mlx_meanings,
         } = primitive_attr(cx, input);
         Model {
             ident: input.ident.clone(),
@@ -106,6 +111,7 @@ impl Model {
             elementwise,
             mlx,
             mlx_aliases,
+            mlx_meanings,
             fields: fields.iter().filter_map(|f| field(cx, f)).collect(),
         }
     }
@@ -150,6 +156,7 @@ struct PrimitiveAttr {
     elementwise: bool,
     mlx: Option<MlxSince>,
     mlx_aliases: Vec<(LitStr, Release)>,
+    mlx_meanings: Vec<(Release, LitStr)>,
 }
 
 /// A release literal `"major.minor.patch"`.
@@ -176,6 +183,7 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> PrimitiveAttr {
     let mut krate: Option<syn::Path> = None;
     let mut mlx: Option<MlxSince> = None;
     let mut mlx_aliases = Vec::new();
+    let mut mlx_meanings = Vec::new();
     for attr in input
         .attrs
         .iter()
@@ -232,11 +240,18 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> PrimitiveAttr {
                 content.parse::<syn::Token![=]>()?;
                 let until = release(content.parse()?)?;
                 mlx_aliases.push((old, until));
+            } else if meta.path.is_ident("mlx_meaning") {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let since = release(content.parse()?)?;
+                content.parse::<syn::Token![,]>()?;
+                let why: LitStr = content.parse()?;
+                mlx_meanings.push((since, why));
             } else {
                 return Err(unknown_key(
                     &meta,
                     "#[primitive(..)]",
-                    "`name`, `aliases`, `crate`, `elementwise`, `mlx`, `mlx_since` or `mlx_alias`",
+                    "`name`, `aliases`, `crate`, `elementwise`, `mlx`, `mlx_since`, `mlx_alias` or `mlx_meaning`",
                 ));
             }
             Ok(())
@@ -255,6 +270,7 @@ fn primitive_attr(cx: &mut Ctxt, input: &DeriveInput) -> PrimitiveAttr {
         elementwise,
         mlx,
         mlx_aliases,
+        mlx_meanings,
     }
 }
 

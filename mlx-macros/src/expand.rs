@@ -123,6 +123,10 @@ pub fn expand(model: &Model) -> TokenStream {
         let before = version(before);
         quote!((#old, #before))
     });
+    let mlx_meanings = model.mlx_meanings.iter().map(|(since, why)| {
+        let since = version(since);
+        quote!((#since, #why))
+    });
     let mut layout_changes: Vec<[u16; 3]> = state
         .iter()
         .filter_map(|f| f.mlx_since.as_ref().map(|r| r.numbers))
@@ -188,6 +192,7 @@ pub fn expand(model: &Model) -> TokenStream {
                     mlx_since: #mlx_since,
                     mlx_old_names: &[#(#mlx_old_names),*],
                     mlx_layout_changes: &[#(#layout_changes),*],
+                    mlx_meaning_changes: &[#(#mlx_meanings),*],
                 }
             }
         };

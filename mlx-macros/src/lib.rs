@@ -20,6 +20,9 @@
 //!   this library reads has (so MLX files may hold it), `mlx_since = "x.y.z"`
 //!   one MLX added in that release, and `mlx_alias("Old", before = "x.y.z")`
 //!   the name releases before `x.y.z` write for it.
+//!   `mlx_meaning("x.y.z", "why")`: releases before `x.y.z` have the
+//!   primitive under the same name and state but compute something else
+//!   (`why` says what), so files holding it are not written for them.
 //! - `#[state]` on a field: part of the primitive's state, in declaration
 //!   order. `#[state(default)]`: may be missing from a native file (decoded
 //!   as `Default`). `#[state(mlx_since = "x.y.z")]`: in MLX's layout from

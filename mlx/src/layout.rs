@@ -53,6 +53,51 @@ impl Data {
         true
     }
 
+    /// Whether these strides and offset keep every element of an array of
+    /// `shape` and `dtype` inside the buffer, and (for bool) whether the
+    /// buffer holds only 0 and 1 bytes. Kernels index buffers through raw
+    /// pointers and read bool buffers as `bool`: both rely on this, so data
+    /// built outside the library ([`Array::from_data`](crate::Array::from_data),
+    /// a user primitive's kernel) is checked before an array holds it.
+    pub fn check_fits(&self, shape: &[i32], dtype: crate::Dtype) -> Result<(), String> {
+        if self.strides.len() != shape.len() {
+            return Err(format!(
+                "{} strides for the {} axes of shape {shape:?}",
+                self.strides.len(),
+                shape.len()
+            ));
+        }
+        if let Some(&d) = shape.iter().find(|&&d| d < 0) {
+            return Err(format!("negative dimension {d} in shape {shape:?}"));
+        }
+        let elements = self.buffer.len() / dtype.size();
+        if dtype == crate::Dtype::Bool {
+            if let Some(b) = self.buffer.bytes().iter().find(|&&b| b > 1) {
+                return Err(format!("a bool buffer holds the byte {b}, not 0 or 1"));
+            }
+        }
+        if shape.contains(&0) {
+            return Ok(());
+        }
+        // The lowest and highest element reached, in i128 (no overflow).
+        let (mut lo, mut hi) = (self.offset as i128, self.offset as i128);
+        for (&d, &s) in shape.iter().zip(&self.strides) {
+            let span = (d as i128 - 1) * s as i128;
+            if span < 0 {
+                lo += span;
+            } else {
+                hi += span;
+            }
+        }
+        if lo < 0 || hi >= elements as i128 {
+            return Err(format!(
+                "shape {shape:?} with strides {:?} from offset {} reaches elements {lo}..={hi} of a buffer of {elements} {dtype} elements",
+                self.strides, self.offset
+            ));
+        }
+        Ok(())
+    }
+
     /// The elements from `offset` on, typed. Index with the strides.
     pub fn slice<T: Element>(&self) -> &[T] {
         &self.buffer.as_slice::<T>()[self
@@ -127,6 +172,51 @@ pub fn row_major<'a, T: Element>(data: &'a Data, shape: &[i32]) -> std::borrow::
     std::borrow::Cow::Owned(to_contiguous_vec(data, shape))
 }
 
+/// Elements `start..start + out.len()` of `data` (shaped `shape`) in
+/// row-major order, copied into `out` run by run along the last axis (one
+/// chunk of a strided input, without indexing every element from scratch).
+pub fn gather_range<T: Element>(data: &Data, shape: &[i32], start: usize, out: &mut [T]) {
+    if out.is_empty() {
+        return;
+    }
+    let src = data.buffer.as_slice::<T>();
+    let nd = shape.len();
+    if nd == 0 {
+        out.fill(src[data.offset]);
+        return;
+    }
+    // The multi-index of `start` and its element offset.
+    let mut idx = vec![0usize; nd];
+    let mut rem = start;
+    let mut off = data.offset as isize;
+    for ax in (0..nd).rev() {
+        let d = shape[ax] as usize;
+        idx[ax] = rem % d;
+        rem /= d;
+        off += idx[ax] as isize * data.strides[ax];
+    }
+    let (last, stride) = (shape[nd - 1] as usize, data.strides[nd - 1]);
+    let mut k = 0;
+    while k < out.len() {
+        let run = (last - idx[nd - 1]).min(out.len() - k);
+        for (i, o) in out[k..k + run].iter_mut().enumerate() {
+            *o = src[(off + i as isize * stride) as usize];
+        }
+        k += run;
+        // Step past the run, then carry into the outer axes like an odometer.
+        idx[nd - 1] += run;
+        off += run as isize * stride;
+        let mut ax = nd - 1;
+        while idx[ax] == shape[ax] as usize && ax > 0 {
+            off -= shape[ax] as isize * data.strides[ax];
+            idx[ax] = 0;
+            ax -= 1;
+            idx[ax] += 1;
+            off += data.strides[ax];
+        }
+    }
+}
+
 /// `data` itself when it is row-major from a buffer of its own size, else a row-major copy.
 pub fn make_contiguous<T: Element>(data: &Data, shape: &[i32]) -> Data {
     if data.is_row_contiguous(shape) {
@@ -136,4 +226,33 @@ pub fn make_contiguous<T: Element>(data: &Data, shape: &[i32]) -> Data {
         Buffer::from_slice(&to_contiguous_vec::<T>(data, shape)),
         shape,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_range_reads_any_chunk_of_a_strided_view() {
+        // A (2, 3, 4) array of 0..24 viewed as its (4, 2, 3) transpose,
+        // reversed along the middle axis: element (i, j, k) of the view is
+        // source element (1 - j, k, i), i.e. 12 (1 - j) + 4 k + i.
+        let src: Vec<u32> = (0..24).collect();
+        let data = Data {
+            buffer: Arc::new(Buffer::from_slice(&src)),
+            strides: vec![1, -12, 4],
+            offset: 12,
+        };
+        let shape = [4, 2, 3];
+        let want: Vec<u32> = (0..4)
+            .flat_map(|i| (0..2).flat_map(move |j| (0..3).map(move |k| 12 * (1 - j) + 4 * k + i)))
+            .collect();
+        for start in 0..24 {
+            for len in 0..=24 - start {
+                let mut out = vec![u32::MAX; len];
+                gather_range(&data, &shape, start, &mut out);
+                assert_eq!(out, want[start..start + len], "start {start} len {len}");
+            }
+        }
+    }
 }

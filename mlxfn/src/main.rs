@@ -60,6 +60,10 @@ enum Cmd {
         /// primitive or state the release lacks.
         #[arg(long = "mlx-version", value_name = "V")]
         mlx_version: Option<String>,
+        /// Leave the file's metadata out (MLX files before 0.32.1 cannot
+        /// hold it, so writing one for them otherwise refuses).
+        #[arg(long)]
+        drop_metadata: bool,
     },
     /// Parse everything and check every checksum; exit 0 if sound, 1 if not.
     Verify { file: PathBuf },
@@ -153,7 +157,15 @@ fn main() -> ExitCode {
             to,
             decompose_fast,
             mlx_version,
-        } => convert(&input, &output, to, decompose_fast, mlx_version.as_deref()),
+            drop_metadata,
+        } => convert(
+            &input,
+            &output,
+            to,
+            decompose_fast,
+            mlx_version.as_deref(),
+            drop_metadata,
+        ),
         Cmd::Verify { file } => verify(&file),
         Cmd::Generate {
             dir,
@@ -207,6 +219,7 @@ fn convert(
     to: Target,
     decompose_fast: bool,
     mlx_version: Option<&str>,
+    drop_metadata: bool,
 ) -> Result<(), Failure> {
     let release = match (mlx_version, &to) {
         (None, _) => None,
@@ -229,13 +242,16 @@ fn convert(
         Target::Native => mlx::Format::Native,
         Target::Mlx => mlx::Format::Mlx,
     };
-    let decomposed;
-    let table = if decompose_fast {
-        decomposed = mlx::export::decompose_fast(f.table())?;
-        &decomposed
-    } else {
-        f.table()
-    };
+    let mut changed = None;
+    if decompose_fast {
+        changed = Some(mlx::export::decompose_fast(f.table())?);
+    }
+    if drop_metadata && !f.metadata().is_empty() {
+        let mut t = changed.unwrap_or_else(|| f.table().clone());
+        t.metadata.clear();
+        changed = Some(t);
+    }
+    let table = changed.as_ref().unwrap_or(f.table());
     match release {
         Some(r) => mlx::export::write_table_for_mlx(output, table, r)?,
         None => mlx::export::write_table(output, table, format)?,

@@ -198,3 +198,87 @@ fn exit_codes_for_bad_usage_and_failures() {
     let dot = mlxfn(&["dot", p(&d.join("fn.mlxfn")), "--function", "5"]);
     assert_eq!(dot.status.code(), Some(2));
 }
+
+fn versions(release: &str, case: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/mlx_versions")
+        .join(release)
+        .join(case)
+        .join("fn.mlxfn")
+}
+
+#[test]
+fn inspect_prints_which_mlx_releases_read_the_file() {
+    // Written by 0.26.5 with a 4-bit quantized linear: `AffineQuantize`
+    // and the mode-less state last until 0.29.0.
+    let o = mlxfn(&["inspect", p(&versions("0.26.5", "quantized"))]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("mlx reads:  MLX 0.26.5 to 0.28.0"),
+        "{}",
+        text(&o)
+    );
+    // The same graph from 0.32.4, converted for 0.28.0, reads the same way.
+    let old = tmp("quantized_0.28.0.mlxfn");
+    let c = mlxfn(&[
+        "convert",
+        p(&versions("0.32.4", "quantized")),
+        p(&old),
+        "--to",
+        "mlx",
+        "--mlx-version",
+        "0.28.0",
+    ]);
+    assert!(c.status.success(), "{}", text(&c));
+    let o = mlxfn(&["inspect", "--json", p(&old)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["writer_version"], "0.28.0");
+    assert_eq!(v["mlx_readers"]["first"], "0.26.5");
+    assert_eq!(v["mlx_readers"]["last"], "0.28.0");
+    assert_eq!(v["mlx_readers"]["text"], "MLX 0.26.5 to 0.28.0");
+    // A 0.32.4 file without version-dependent primitives: from 0.32.1 (the
+    // header's metadata) on.
+    let o = mlxfn(&["inspect", p(&versions("0.32.4", "transformer"))]);
+    assert!(
+        text(&o).contains("mlx reads:  MLX 0.32.1 and later"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn convert_for_an_older_mlx_refuses_what_it_cannot_run() {
+    let out = tmp("refused.mlxfn");
+    let to = |src: &Path, v: &str, extra: &[&str]| {
+        let mut args = vec![
+            "convert",
+            p(src),
+            p(&out),
+            "--to",
+            "mlx",
+            "--mlx-version",
+            v,
+        ];
+        args.extend_from_slice(extra);
+        mlxfn(&args)
+    };
+    // DivMod rounds toward zero before 0.32.2.
+    let o = to(&fixtures().join("multi_output/fn.mlxfn"), "0.30.6", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("MLX 0.30.6 could not run this file") && text(&o).contains("DivMod"),
+        "{}",
+        text(&o)
+    );
+    // Metadata needs 0.32.1, unless dropped.
+    let mt = fixtures().join("multi_trace/fn.mlxfn");
+    let o = to(&mt, "0.32.0", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("--drop-metadata"), "{}", text(&o));
+    let o = to(&mt, "0.32.0", &["--drop-metadata"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = mlxfn(&["inspect", p(&out)]);
+    assert!(text(&o).contains("metadata:   \"\""), "{}", text(&o));
+    assert!(text(&o).contains("MLX 0.26.5 to 0.32.0"), "{}", text(&o));
+}

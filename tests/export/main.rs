@@ -14,6 +14,7 @@ mod decompose_fast;
 mod errors;
 mod forged;
 mod indexing;
+mod lazy_mlx;
 mod mlx_fixtures;
 mod mlx_fuzz;
 mod mlx_models;

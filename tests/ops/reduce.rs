@@ -312,3 +312,34 @@ fn softmax_rows_sum_to_one_and_handle_infinities() {
         f32::INFINITY
     );
 }
+
+/// Float sums fold in MLX's CPU order (one running accumulator per output),
+/// bit for bit: tests/fixtures/reduce_order/generate.py exports RMSNorm (as
+/// MLX's CPU decomposition, the mean of squares in f32) and f32 sums and
+/// products over rows, columns and a transposed view. An 8-lane sum differed
+/// in the last f32 bit and turned qwen3_bf16's greedy ids at token 21.
+#[test]
+fn float_sums_match_mlx_order_bit_for_bit() {
+    let f = mlx::import_function(common::fixture("reduce_order/order.mlxfn")).unwrap();
+    let arr = |name: &str| {
+        let bf = common::fixture(&format!("reduce_order/{name}_bf16bits.npy"));
+        if bf.exists() {
+            let a = mlx::io::load_npy(bf).unwrap();
+            let v: Vec<bf16> = a
+                .to_vec::<u16>()
+                .unwrap()
+                .into_iter()
+                .map(bf16::from_bits)
+                .collect();
+            Array::from_slice(&v, a.shape()).unwrap()
+        } else {
+            npy(&format!("reduce_order/{name}.npy"))
+        }
+    };
+    let args: Vec<Array> = (0..6).map(|i| arr(&format!("in{i}"))).collect();
+    let out = f.call(&args).unwrap();
+    assert_eq!(out.len(), 7);
+    for (i, got) in out.iter().enumerate() {
+        common::assert_bits_eq(got, &arr(&format!("out{i}")));
+    }
+}

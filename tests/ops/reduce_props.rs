@@ -182,13 +182,16 @@ fn large_inputs_take_every_parallel_path() {
 }
 
 #[test]
-fn f32_sums_are_accurate() {
-    // 2^24 + 1 would be lost by a sequential f32 sum of ones.
+fn f32_sums_round_as_mlx() {
+    // MLX's CPU sum is one running f32 total, so a sum of 2^24 + 64 ones
+    // stalls at 2^24: `mx.sum(mx.ones(2**24 + 64))` is 16777216.0 in MLX
+    // 0.32.4, and matching MLX's rounding bit for bit wins over accuracy
+    // (the bf16 RMSNorm decomposition of qwen3 depends on it).
     let n = (1 << 24) + 64;
     let a = Array::from_slice(&vec![1.0f32; n], &[n as i32]).unwrap();
     let s = ops::sum(&a, &[], false).unwrap().item::<f32>().unwrap();
-    assert_eq!(s, n as f32);
-    // Summing leading axes stays accurate too (block accumulators).
+    assert_eq!(s, 16777216.0);
+    // Summing a leading axis (MLX: 262145 in every column).
     let b = ops::reshape(&a, &[(n / 64) as i32, 64]).unwrap();
     let s0 = ops::sum(&b, &[0], false).unwrap().to_vec::<f32>().unwrap();
     assert!(s0.iter().all(|&v| v == (n / 64) as f32));

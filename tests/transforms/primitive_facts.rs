@@ -84,6 +84,35 @@ fn a_user_crates_elementwise_primitive_fuses() {
     assert_near("compiled chain", &vals(&y[0]), &shrink_chain_closed(&xs));
 }
 
+#[test]
+fn no_writer_accepts_a_fused_node() {
+    // The exporters record a fused chain's steps; a table handed straight
+    // to the writers with the fused node still in it is refused, not
+    // written as a file that decodes to nothing.
+    let spec = Spec::new([6], Dtype::Float32);
+    let mut pool = ConstantPool::default();
+    let mut tape = trace(|a, _| shrink_chain(a), &[spec], &[], &mut pool).unwrap();
+    fuse(&mut tape, &pool.arrays);
+    assert!(tape
+        .entries
+        .iter()
+        .any(|e| e.primitive.name() == "Compiled"));
+    let table = mlx::export::FunctionTable {
+        functions: vec![tape],
+        constants: pool.arrays.clone(),
+        ..Default::default()
+    };
+    let native = mlx::export::native::encode(&table).map(|_| ()).unwrap_err();
+    assert!(
+        native
+            .to_string()
+            .contains("Compiled has no registry entry"),
+        "{native}"
+    );
+    let mlx_err = mlx::export::mlx::encode(&table).unwrap_err();
+    assert!(mlx_err.to_string().contains("Compiled"), "{mlx_err}");
+}
+
 /// `x³` with a kernel of its own and `x · x · x` as its fallback graph:
 /// differentiable and decomposable without any rule or list naming it.
 #[derive(Debug, Clone, PartialEq, mlx::Primitive)]

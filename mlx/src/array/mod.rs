@@ -125,7 +125,15 @@ impl Array {
     }
 
     /// An array over existing data.
+    ///
+    /// # Panics
+    /// If an element of `spec` lies outside the buffer, or a bool buffer
+    /// holds a byte other than 0 or 1 (see [`Data::check_fits`]): kernels
+    /// rely on both.
     pub fn from_data(data: Data, spec: Spec) -> Array {
+        if let Err(e) = data.check_fits(&spec.shape, spec.dtype) {
+            panic!("Array::from_data: {e}");
+        }
         Array(Arc::new(ArrayInner {
             spec,
             state: Mutex::new(State::Ready(data)),

@@ -2,6 +2,7 @@
 //! of a memory-mapped file.
 
 mod cache;
+mod deferred;
 
 pub use cache::{cache_memory, clear_cache, set_cache_limit};
 
@@ -21,6 +22,8 @@ enum Storage {
     Heap(Vec<Block>),
     /// A region `[offset, offset + len)` of a mapped file, 64-byte aligned.
     Mapped(Arc<memmap2::Mmap>, usize),
+    /// A region of a mapped file, copied into aligned memory on first read.
+    Deferred(Box<deferred::Deferred>),
 }
 
 /// Raw bytes of one array (or of several views of it).
@@ -34,6 +37,7 @@ impl std::fmt::Debug for Buffer {
         let kind = match self.storage {
             Storage::Heap(_) => "heap",
             Storage::Mapped(..) => "mapped",
+            Storage::Deferred(..) => "deferred copy of a mapped file",
         };
         write!(f, "Buffer({kind}, {} bytes)", self.nbytes)
     }
@@ -186,8 +190,33 @@ impl Buffer {
         self.nbytes == 0
     }
 
+    /// Whether the bytes come from a mapped file (read-only: never donated).
     pub fn is_mapped(&self) -> bool {
-        matches!(self.storage, Storage::Mapped(..))
+        matches!(self.storage, Storage::Mapped(..) | Storage::Deferred(..))
+    }
+
+    /// `len` bytes at `offset` of a mapped file, read in place when they
+    /// are 64-byte aligned, else copied on first read
+    /// (`bools`: the bytes are `bool` values, normalised to 0/1 by the copy).
+    /// `None` unless the range lies inside the map.
+    pub fn mapped_or_deferred(
+        map: Arc<memmap2::Mmap>,
+        offset: usize,
+        len: usize,
+        bools: bool,
+    ) -> Option<Buffer> {
+        if offset.checked_add(len)? > map.len() {
+            return None;
+        }
+        if !bools {
+            if let Some(b) = Buffer::mapped(map.clone(), offset, len) {
+                return Some(b);
+            }
+        }
+        Some(Buffer {
+            storage: Storage::Deferred(Box::new(deferred::Deferred::new(map, offset, bools))),
+            nbytes: len,
+        })
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -197,6 +226,7 @@ impl Buffer {
                 unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, self.nbytes) }
             }
             Storage::Mapped(m, off) => &m[*off..*off + self.nbytes],
+            Storage::Deferred(d) => d.bytes(self.nbytes),
         }
     }
 
@@ -209,7 +239,7 @@ impl Buffer {
                     std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, self.nbytes)
                 })
             }
-            Storage::Mapped(..) => None,
+            Storage::Mapped(..) | Storage::Deferred(..) => None,
         }
     }
 

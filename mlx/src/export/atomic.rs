@@ -7,6 +7,13 @@ use std::path::Path;
 
 /// Writes `parts` (concatenated) to `path` atomically. On any failure the
 /// temporary file is removed and an existing file at `path` is untouched.
+///
+/// The temporary is `.NAME.tmp-PID-N` beside `path` (PID the writer's
+/// process id, N a per-process counter). A writer killed outright
+/// (`SIGKILL`, power loss) leaves `path` untouched — the old file or, after
+/// the rename, the whole new one — but cannot remove its temporary: that
+/// file, at most one per killed write, is all it leaves, and anything may
+/// delete it once that process is gone (examples/soak.rs checks this).
 pub fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),

@@ -14,11 +14,12 @@ use std::sync::OnceLock;
 /// How to import a file.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
-    /// Map native constants from the file and use them in place (default).
-    /// Mapping is zero-copy, but the file must not change while the function
+    /// Map the file (default): native constants are used in place, MLX
+    /// constants in place when aligned, else copied on first use, so an
+    /// import reads only the records. The file must not change while the function
     /// is alive: a file truncated or rewritten underneath a live mapping
-    /// gives wrong values or a SIGBUS. With `false` constants are read into
-    /// memory (and all checksums verified) at import.
+    /// gives wrong values or a SIGBUS. With `false` the file is read into
+    /// memory at import (and native checksums all verified).
     pub mmap: bool,
     /// Reject MLX files with bytes after the last function (MLX ignores them).
     pub strict: bool,
@@ -118,14 +119,7 @@ pub fn import_function_with(
     let path = path.as_ref();
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut magic = [0u8; 8];
-    let is_native = {
-        use std::io::Read;
-        let mut f = &file;
-        let n = f.read(&mut magic).map_err(|e| Error::io(path, e))?;
-        n == 8 && &magic == native::MAGIC
-    };
-    let src = if is_native && opts.mmap {
+    let src = if opts.mmap {
         // SAFETY: the mapping is read-only; see `ImportOptions::mmap` for the
         // caveat of a file modified while mapped.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
@@ -149,7 +143,10 @@ pub fn import_function_from_bytes(
 
 fn import_source(src: Source, name: String, opts: &ImportOptions) -> Result<ImportedFunction> {
     if !src.bytes().starts_with(native::MAGIC) {
-        let table = super::mlx::decode(src.bytes(), &name, opts.strict)?;
+        let table = match &src {
+            Source::Mapped(map) => super::mlx::decode_mapped(map, &name, opts.strict)?,
+            Source::Bytes(b) => super::mlx::decode(b, &name, opts.strict)?,
+        };
         check_table(&table, opts)?;
         return Ok(ImportedFunction::new(table, Format::Mlx, name, Vec::new()).with_caps(opts));
     }

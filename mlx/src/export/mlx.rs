@@ -84,6 +84,13 @@ pub fn readers(table: &FunctionTable, layout: MlxVersion) -> Result<ReaderRange>
         }
     };
     cut(MlxVersion::HEADER_METADATA, &mut range);
+    // Older releases mix keyword inputs up; an old file's own order is
+    // whatever its writer's hash map gave, so only newer layouts cut.
+    if layout >= MlxVersion::KWARGS_IN_ORDER
+        && table.functions.iter().any(|t| t.kwarg_names.len() > 1)
+    {
+        range.first = range.first.max(MlxVersion::KWARGS_IN_ORDER);
+    }
     let mut seen = std::collections::HashSet::new();
     for e in table.functions.iter().flat_map(|t| &t.entries) {
         let name = e.primitive.name();
@@ -126,10 +133,30 @@ fn read_ids(r: &mut MlxReader<'_>, what: &str) -> Result<Vec<u64>> {
 /// than [`MlxVersion::NEWEST`] is read with the newest known layout, and an
 /// error names its release. `strict` rejects trailing bytes.
 pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
+    decode_from(bytes, None, path, strict)
+}
+
+/// [`decode`] of a mapped file whose constants are not copied at import:
+/// each is read in place, or copied on first use when it is not aligned
+/// (`Buffer::mapped_or_deferred`).
+pub fn decode_mapped(
+    map: &std::sync::Arc<memmap2::Mmap>,
+    path: &str,
+    strict: bool,
+) -> Result<FunctionTable> {
+    decode_from(map, Some(map), path, strict)
+}
+
+fn decode_from(
+    bytes: &[u8],
+    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    path: &str,
+    strict: bool,
+) -> Result<FunctionTable> {
     let r = &mut MlxReader::new(bytes, path);
     let version = r.str()?;
     r.version = layout_of(&version);
-    decode_body(r, version, strict).map_err(|e| {
+    decode_body(r, map, version, strict).map_err(|e| {
         let v = r.version;
         if v > MlxVersion::NEWEST {
             annotate(
@@ -155,7 +182,12 @@ pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
     })
 }
 
-fn decode_body(r: &mut MlxReader<'_>, version: String, strict: bool) -> Result<FunctionTable> {
+fn decode_body(
+    r: &mut MlxReader<'_>,
+    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    version: String,
+    strict: bool,
+) -> Result<FunctionTable> {
     let count = r.i32()?;
     if count < 0 {
         return Err(r.error(format!("negative function count {count}")));
@@ -174,7 +206,7 @@ fn decode_body(r: &mut MlxReader<'_>, version: String, strict: bool) -> Result<F
     };
     let mut constant_ids: HashMap<u64, usize> = HashMap::new();
     for fi in 0..count {
-        let tape = decode_function(r, &mut table.constants, &mut constant_ids)
+        let tape = decode_function(r, map, &mut table.constants, &mut constant_ids)
             .map_err(|e| annotate(e, &format!("function {fi}")))?;
         table.functions.push(tape);
     }
@@ -199,6 +231,7 @@ fn annotate(e: Error, ctx: &str) -> Error {
 
 fn decode_function(
     r: &mut MlxReader<'_>,
+    map: Option<&std::sync::Arc<memmap2::Mmap>>,
     constants: &mut Vec<Array>,
     constant_ids: &mut HashMap<u64, usize>,
 ) -> Result<Tape> {
@@ -316,14 +349,23 @@ fn decode_function(
                 .size()
                 .checked_mul(spec.dtype.size())
                 .ok_or_else(|| r.error("constant too large"))?;
+            let at = r.pos();
             let raw = r.take(n, "constant data")?;
-            let mut buf = Buffer::from_bytes(raw);
-            if spec.dtype == Dtype::Bool {
-                buf.bytes_mut()
-                    .expect("heap")
-                    .iter_mut()
-                    .for_each(|b| *b = (*b != 0) as u8);
-            }
+            let bools = spec.dtype == Dtype::Bool;
+            let buf = match map {
+                Some(m) => Buffer::mapped_or_deferred(m.clone(), at, n, bools)
+                    .ok_or_else(|| r.error("constant data outside the file"))?,
+                None => {
+                    let mut buf = Buffer::from_bytes(raw);
+                    if bools {
+                        buf.bytes_mut()
+                            .expect("heap")
+                            .iter_mut()
+                            .for_each(|b| *b = (*b != 0) as u8);
+                    }
+                    buf
+                }
+            };
             constants.push(Array::from_data(Data::contiguous(buf, &spec.shape), spec));
             constant_ids.insert(id, constants.len() - 1);
             ids.insert(id, ValueRef::Constant(constants.len() - 1));
@@ -366,9 +408,18 @@ fn write_spec(w: &mut MlxWriter, s: &Spec) {
     s.dtype.write_mlx(w);
 }
 
-/// The name MLX `target` writes for `name`, or why it cannot hold it.
+/// The name MLX `target` writes for `name`, or why it cannot hold it (or
+/// would compute it differently).
 fn mlx_name_for(name: &str, target: MlxVersion) -> Result<&'static str> {
     let entry = lookup(name)?;
+    if let (Some(_), Some((since, why))) =
+        (entry.mlx_name(target), entry.mlx_meaning_before(target))
+    {
+        return Err(Error::Export(format!(
+            "MLX {target} could not run this file as written: MLX before {since} computes {name} \
+             differently (it {why}); write for MLX {since} or newer"
+        )));
+    }
     match (entry.mlx_name(target), entry.mlx_since) {
         (Some(n), _) => Ok(n),
         (None, Some(since)) => Err(Error::Export(format!(
@@ -403,9 +454,21 @@ pub fn encode_for(table: &FunctionTable, target: MlxVersion) -> Result<Vec<u8>> 
     }
     if target < MlxVersion::HEADER_METADATA && !table.metadata.is_empty() {
         return Err(Error::Export(format!(
-            "MLX {target} files have no metadata (it was added in {}); clear the metadata to write for it",
+            "MLX {target} could not import this file: it has metadata, which MLX files hold only from {} on; \
+             clear the metadata (mlxfn convert --drop-metadata) to write for MLX {target}",
             MlxVersion::HEADER_METADATA
         )));
+    }
+    if target < MlxVersion::KWARGS_IN_ORDER {
+        if let Some(t) = table.functions.iter().find(|t| t.kwarg_names.len() > 1) {
+            return Err(Error::Export(format!(
+                "MLX {target} could not run this file as written: it passes keyword inputs to an imported \
+                 function in hash-map order, which mixes up the {} keyword inputs ({}); write for MLX {} or newer",
+                t.kwarg_names.len(),
+                t.kwarg_names.join(", "),
+                MlxVersion::KWARGS_IN_ORDER
+            )));
+        }
     }
     let mut w = MlxWriter::for_release(target);
     w.str(&target.to_string());

@@ -169,6 +169,17 @@ pub fn encode(table: &FunctionTable) -> Result<Encoded> {
         end = offset + b.len();
         constants.push((pad, bytes));
     }
+    // A node without a registry entry (a fused chain) would decode as
+    // nothing: refuse it rather than write a file that cannot be read.
+    let entries = table.functions.iter().flat_map(|t| t.entries.iter());
+    for e in entries {
+        lookup(e.primitive.name()).map_err(|_| {
+            Error::Export(format!(
+                "primitive {} has no registry entry, so no file can hold it",
+                e.primitive.name()
+            ))
+        })?;
+    }
     let functions = table
         .functions
         .iter()

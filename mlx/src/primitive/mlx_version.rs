@@ -23,6 +23,10 @@ impl MlxVersion {
     pub const NEWEST: MlxVersion = MlxVersion::new(0, 32, 4);
     /// The release that added the metadata string to the header.
     pub const HEADER_METADATA: MlxVersion = MlxVersion::new(0, 32, 1);
+    /// The first release that passes keyword inputs to an imported function
+    /// in the file's (sorted) order; older ones use hash-map order, so a
+    /// function with two or more keyword inputs gets them mixed up.
+    pub const KWARGS_IN_ORDER: MlxVersion = MlxVersion::new(0, 29, 3);
 
     /// The releases from [`OLDEST`](Self::OLDEST) to [`NEWEST`](Self::NEWEST)
     /// that PyPI lists (for naming the ends of a range of readers).

@@ -27,6 +27,10 @@ pub struct PrimitiveEntry {
     /// Releases in which MLX changed this primitive's state layout (a
     /// field was added), ascending.
     pub mlx_layout_changes: &'static [MlxVersion],
+    /// Releases from which MLX computes this primitive as this library
+    /// does, and how the releases before compute it: `(since, why)`. Files
+    /// holding it are not written for releases before `since`.
+    pub mlx_meaning_changes: &'static [(MlxVersion, &'static str)],
 }
 
 impl PrimitiveEntry {
@@ -54,6 +58,17 @@ impl PrimitiveEntry {
             .iter()
             .copied()
             .chain(self.mlx_old_names.iter().map(|&(_, before)| before))
+            .chain(self.mlx_meaning_changes.iter().map(|&(since, _)| since))
+    }
+
+    /// Why MLX `release` would compute this primitive differently from
+    /// this library (the newest such change after it), or `None`.
+    pub fn mlx_meaning_before(&self, release: MlxVersion) -> Option<(MlxVersion, &'static str)> {
+        self.mlx_meaning_changes
+            .iter()
+            .filter(|&&(since, _)| release < since)
+            .max_by_key(|&&(since, _)| since)
+            .copied()
     }
 
     /// Every name that resolves to this entry.
@@ -83,6 +98,7 @@ impl std::fmt::Debug for PrimitiveEntry {
             .field("aliases", &self.aliases)
             .field("mlx_since", &self.mlx_since)
             .field("mlx_old_names", &self.mlx_old_names)
+            .field("mlx_meaning_changes", &self.mlx_meaning_changes)
             .finish_non_exhaustive()
     }
 }

@@ -549,6 +549,10 @@ impl Primitive for Equal {
 /// Python remainder (fmod-based for floats, as MLX's DivMod).
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
 #[primitive(mlx)]
+#[primitive(mlx_meaning(
+    "0.32.2",
+    "rounds the quotient toward zero, and the remainder takes the dividend's sign"
+))]
 pub struct DivMod {}
 
 /// Both outputs of DivMod from row-major copies of the inputs.

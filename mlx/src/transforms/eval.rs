@@ -161,6 +161,17 @@ fn run(node: &Arc<Node>) -> Result<()> {
     let inputs = std::mem::take(&mut *lock(&node.inputs));
     match eval_kernel(node, &inputs) {
         Ok(datas) => {
+            // A kernel's data must fit its output (a user primitive's
+            // kernel is safe code that could return any strides or bytes).
+            for (d, spec) in datas.iter().zip(&node.specs) {
+                if let Err(e) = d.check_fits(&spec.shape, spec.dtype) {
+                    *lock(&node.inputs) = inputs;
+                    return Err(Error::unsupported(
+                        node.primitive.name(),
+                        format!("the kernel returned data that does not fit its output: {e}"),
+                    ));
+                }
+            }
             drop(inputs);
             if datas.len() != node.specs.len() {
                 return Err(Error::unsupported(

@@ -5,6 +5,7 @@ mod autodiff;
 mod compile;
 mod eval;
 pub mod fuse;
+pub mod fused;
 pub mod simplify;
 pub mod tape;
 pub mod tracing;

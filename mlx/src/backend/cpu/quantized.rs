@@ -335,12 +335,17 @@ type ColumnsFn = fn(&QmvArgs<'_>, usize, &mut [f32]);
 fn select_columns() -> ColumnsFn {
     #[cfg(target_arch = "x86_64")]
     if crate::backend::cpu::simd::has_fma() {
-        // SAFETY: the CPU supports the features the kernel is compiled for.
+        // SAFETY: has_fma() checked the CPU supports AVX2 and FMA, the
+        // features columns_avx2 is compiled for.
         return |a, c0, out| unsafe { columns_avx2(a, c0, out) };
     }
     columns_impl
 }
 
+/// [`columns_impl`] compiled with AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`has_fma`](crate::backend::cpu::simd::has_fma)).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn columns_avx2(a: &QmvArgs<'_>, c0: usize, out: &mut [f32]) {

@@ -37,6 +37,14 @@ pub trait Reducer<T: Element>: Sync {
     type Acc: Copy + Send + Sync;
     /// The output element.
     type Out: Element;
+    /// Whether the fold must run in MLX's order: one accumulator per output,
+    /// elements added one after another (each contiguous run into a fresh
+    /// partial that then joins the running total), never split across lanes,
+    /// blocks or threads. MLX's CPU reductions do exactly this on x86 (its
+    /// SIMD width there is 1), so float sums and products round as MLX's do
+    /// only in this order: an 8-lane sum of squares differed from MLX in the
+    /// last f32 bit, which flipped bf16 roundings of RMSNorm's decomposition.
+    const IN_ORDER: bool = false;
     fn init() -> Self::Acc;
     fn fold(a: Self::Acc, x: T) -> Self::Acc;
     fn combine(a: Self::Acc, b: Self::Acc) -> Self::Acc;
@@ -58,6 +66,7 @@ pub struct AndR;
 pub struct OrR;
 
 impl<T: SumElem> Reducer<T> for SumR {
+    const IN_ORDER: bool = T::ROUNDS;
     type Acc = T::Acc;
     type Out = T::Out;
     #[inline(always)]
@@ -79,6 +88,7 @@ impl<T: SumElem> Reducer<T> for SumR {
 }
 
 impl<T: SumElem> Reducer<T> for ProdR {
+    const IN_ORDER: bool = T::ROUNDS;
     type Acc = T::Acc;
     type Out = T::Out;
     #[inline(always)]
@@ -271,9 +281,13 @@ const LANES: usize = 8;
 /// Slices up to this length are folded directly; longer ones are halved (pairwise).
 const PAIRWISE_BLOCK: usize = 1024;
 
-/// Folds a contiguous slice: 8 lanes, pairwise above [`PAIRWISE_BLOCK`].
+/// Folds a contiguous slice: 8 lanes, pairwise above [`PAIRWISE_BLOCK`];
+/// element after element when the reducer wants [`Reducer::IN_ORDER`].
 #[inline]
 pub fn fold_slice<T: Element, R: Reducer<T>>(x: &[T]) -> R::Acc {
+    if R::IN_ORDER {
+        return x.iter().fold(R::init(), |a, &v| R::fold(a, v));
+    }
     if x.len() > PAIRWISE_BLOCK {
         let mid = (x.len() / 2).next_multiple_of(LANES);
         let (a, b) = x.split_at(mid);
@@ -372,7 +386,8 @@ fn row<T: Element, R: Reducer<T>>(
         out.iter_mut()
             .enumerate()
             .for_each(|(k, o)| *o = R::finish(one(k)));
-    } else if out.len() >= 2 * rayon::current_num_threads() {
+    } else if out.len() >= 2 * rayon::current_num_threads() || R::IN_ORDER {
+        // (An in-order fold may not be split, so few outputs stay whole here.)
         let chunk = out_chunk(out.len(), n * n_mid);
         out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
             for (i, o) in o.iter_mut().enumerate() {
@@ -429,7 +444,9 @@ fn column<T: Element, R: Reducer<T>>(
                 *a = R::fold(*a, v);
             }
             rows += 1;
-            if rows == COLUMN_BLOCK {
+            // Block partials would reorder an in-order fold: fold straight
+            // into the total (`total` stays at init and joins it once below).
+            if rows == COLUMN_BLOCK && !R::IN_ORDER {
                 for (t, a) in total.iter_mut().zip(block.iter_mut()) {
                     *t = R::combine(*t, *a);
                     *a = R::init();
@@ -446,7 +463,7 @@ fn column<T: Element, R: Reducer<T>>(
     let unit = |k: usize, j0: usize, o: &mut [R::Out], split_rows: bool| {
         let b = base + loc(k, outer) + j0 as isize;
         let len = o.len();
-        let acc = if split_rows {
+        let acc = if split_rows && !R::IN_ORDER {
             let piece = n_red.div_ceil(4 * threads).max(COLUMN_BLOCK);
             (0..n_red.div_ceil(piece))
                 .into_par_iter()
@@ -584,10 +601,16 @@ mod tests {
     }
 
     #[test]
-    fn pairwise_sum_is_accurate() {
-        let x = vec![0.1f32; 1 << 20];
-        let s = fold_slice::<f32, SumR>(&x);
-        let exact = 0.1f32 as f64 * (1 << 20) as f64;
-        assert!(((s as f64 - exact) / exact).abs() < 1e-6, "{s}");
+    fn float_sums_fold_in_order() {
+        // MLX's CPU order: one running f32 total, element after element.
+        let x: Vec<f32> = (0..5000).map(|i| (i as f32 * 0.37).sin() * 1e3).collect();
+        let seq = x.iter().fold(0.0f32, |a, &v| a + v);
+        assert_eq!(fold_slice::<f32, SumR>(&x).to_bits(), seq.to_bits());
+        let data = Data::contiguous(Buffer::from_slice(&x), &[5000]);
+        let out = reduce::<f32, SumR>(&data, &[5000], &[0]);
+        assert_eq!(out.buffer.as_slice::<f32>()[0].to_bits(), seq.to_bits());
+        // Integer sums keep the lanes (any order gives the same bits).
+        let n: Vec<i32> = (0..100).collect();
+        assert_eq!(fold_slice::<i32, SumR>(&n), 4950);
     }
 }

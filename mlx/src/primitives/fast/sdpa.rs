@@ -358,7 +358,7 @@ impl Primitive for ScaledDotProductAttention {
         let full = [b, hq, lq, lk];
         if let Some(i) = self.mask_index(inputs.len()) {
             let m = &inputs[i];
-            let fits = crate::ops::broadcast_shapes(name, &m.shape, &full).map(|s| s == full);
+            let fits = crate::shape::broadcast_shapes(name, &m.shape, &full).map(|s| s == full);
             if m.shape.len() > 4
                 || fits.ok() != Some(true)
                 || (m.dtype != Dtype::Bool && m.dtype != q.dtype)

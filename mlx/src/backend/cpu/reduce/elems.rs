@@ -12,6 +12,9 @@ use half::{bf16, f16};
 /// dtypes; the bits are the same); 8-byte integers keep their type; half
 /// types accumulate in f32 and round once at the end.
 pub trait SumElem: Element {
+    /// Whether additions round, so the order of the fold shows in the result
+    /// (floats and complex; integer sums wrap the same in any order).
+    const ROUNDS: bool;
     type Acc: Copy + Send + Sync;
     type Out: Element;
     fn to_acc(self) -> Self::Acc;
@@ -25,6 +28,7 @@ pub trait SumElem: Element {
 macro_rules! int_sum {
     ($($t:ty => $acc:ty, $out:ty);* $(;)?) => {$(
         impl SumElem for $t {
+            const ROUNDS: bool = false;
             type Acc = $acc;
             type Out = $out;
             #[inline(always)]
@@ -57,6 +61,7 @@ int_sum! {
 macro_rules! float_sum {
     ($($t:ty => $acc:ty, $to:expr, $from:expr);* $(;)?) => {$(
         impl SumElem for $t {
+            const ROUNDS: bool = true;
             type Acc = $acc;
             type Out = $t;
             #[inline(always)]
@@ -82,6 +87,7 @@ float_sum! {
 }
 
 impl SumElem for Complex64 {
+    const ROUNDS: bool = true;
     type Acc = Complex64;
     type Out = Complex64;
     fn to_acc(self) -> Complex64 {
