@@ -7,8 +7,8 @@ use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::fast::{read_f32, round_fn, write_f32};
 use crate::backend::cpu::qgemv as kernel_qgemv;
 use crate::backend::cpu::quantized::{self as kernel, QMatrix, QParams};
-use crate::layout::row_major;
 use crate::buffer::Buffer;
+use crate::layout::row_major;
 use crate::primitive::Spec;
 use crate::primitives::shape::broadcast_view;
 use crate::{Array, Data, Dtype, Error, Primitive, Result};
@@ -311,7 +311,8 @@ impl Primitive for QuantizedMatmul {
             w.shape()[wn - 2] as usize,
             w.shape()[wn - 1] as usize * 32 / p.bits,
         );
-        if wn == 2 && self.transpose && o.size() == n && std::env::var_os("TMP_QGEMV_OFF").is_none() {
+        if wn == 2 && self.transpose && o.size() == n && std::env::var_os("TMP_QGEMV_OFF").is_none()
+        {
             // One row of x (batch-1 decode): stream the weights in place.
             let (s, b) = (&inputs[2], &inputs[3]);
             if let Some(r) = one_row(x, w, s, b, p, (rows, cols))? {

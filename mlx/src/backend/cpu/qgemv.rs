@@ -73,7 +73,11 @@ pub fn qgemv<S: Scale>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32])
     let xsums: Vec<f32> = x.chunks(gs).map(|c| c.iter().sum()).collect();
     let row_words = k * p.bits / 32;
     let blocked = matches!(p.bits, 2 | 4 | 8) && row_words.is_multiple_of(LANES);
-    let xp = if blocked { permute(x, 32 / p.bits) } else { vec![] };
+    let xp = if blocked {
+        permute(x, 32 / p.bits)
+    } else {
+        vec![]
+    };
     let a = Args {
         x,
         xp: &xp,
@@ -214,7 +218,11 @@ fn rows_grouped<S: Scale>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
         let words = &a.w.packed[r * rw..(r + 1) * rw];
         let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
         let mut acc = 0f32;
-        for ((gw, xg), &s) in words.chunks_exact(wpg).zip(a.x.chunks_exact(gs)).zip(scales) {
+        for ((gw, xg), &s) in words
+            .chunks_exact(wpg)
+            .zip(a.x.chunks_exact(gs))
+            .zip(scales)
+        {
             unpack_group(gw, a.p.bits, &mut vals);
             acc += s.to_f32() * super::simd::dot_lanes(&vals, xg);
         }
@@ -250,12 +258,7 @@ mod tests {
     }
 
     /// Runs the kernel with scales and biases stored as `S`.
-    fn run<S: Scale>(
-        x: &[f32],
-        w: &QRows<'_, f32>,
-        p: QParams,
-        conv: fn(f32) -> S,
-    ) -> Vec<f32> {
+    fn run<S: Scale>(x: &[f32], w: &QRows<'_, f32>, p: QParams, conv: fn(f32) -> S) -> Vec<f32> {
         let s: Vec<S> = w.scales.iter().map(|&v| conv(v)).collect();
         let b: Vec<S> = w.biases.iter().map(|&v| conv(v)).collect();
         let q = QRows {
