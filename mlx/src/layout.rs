@@ -162,6 +162,16 @@ pub fn to_contiguous_vec<T: Element>(data: &Data, shape: &[i32]) -> Vec<T> {
     out
 }
 
+/// The elements of `data` (shaped `shape`) in row-major order, borrowed
+/// when they already are, else copied.
+pub fn row_major<'a, T: Element>(data: &'a Data, shape: &[i32]) -> std::borrow::Cow<'a, [T]> {
+    if data.is_row_contiguous(shape) {
+        let n: usize = shape.iter().map(|&d| d as usize).product();
+        return std::borrow::Cow::Borrowed(&data.slice::<T>()[..n]);
+    }
+    std::borrow::Cow::Owned(to_contiguous_vec(data, shape))
+}
+
 /// Elements `start..start + out.len()` of `data` (shaped `shape`) in
 /// row-major order, copied into `out` run by run along the last axis (one
 /// chunk of a strided input, without indexing every element from scratch).

@@ -5,8 +5,10 @@
 
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::fast::{read_f32, round_fn, write_f32};
+use crate::backend::cpu::qgemv as kernel_qgemv;
 use crate::backend::cpu::quantized::{self as kernel, QMatrix, QParams};
 use crate::buffer::Buffer;
+use crate::layout::row_major;
 use crate::primitive::Spec;
 use crate::primitives::shape::broadcast_view;
 use crate::{Array, Data, Dtype, Error, Primitive, Result};
@@ -311,6 +313,14 @@ impl Primitive for QuantizedMatmul {
             w.shape()[wn - 2] as usize,
             w.shape()[wn - 1] as usize * 32 / p.bits,
         );
+        if wn == 2 && self.transpose && o.size() == n && std::env::var_os("TMP_QGEMV_OFF").is_none()
+        {
+            // One row of x (batch-1 decode): stream the weights in place.
+            let (s, b) = (&inputs[2], &inputs[3]);
+            if let Some(r) = one_row(x, w, s, b, p, (rows, cols))? {
+                return Ok(vec![write_f32(&r, o.dtype, &o.shape)]);
+            }
+        }
         let mut result = vec![0f32; o.size()];
         if wn == 2 {
             // One weight matrix: every row of x (all batches) in one product.
@@ -436,6 +446,47 @@ impl Primitive for QuantizedMatmul {
             "its quantized weights",
         )
     }
+}
+
+/// `x @ W.T` for a single row of x and a 2-D W of `(n, k)` unpacked,
+/// read in place by [`qgemv`](kernel_qgemv::qgemv); `None` when the scales'
+/// dtype has no such kernel.
+fn one_row(
+    x: &Array,
+    w: &Array,
+    s: &Array,
+    b: &Array,
+    p: QParams,
+    (n, k): (usize, usize),
+) -> Result<Option<Vec<f32>>> {
+    fn run<S: kernel_qgemv::Scale + crate::Element>(
+        x: &[f32],
+        packed: &[u32],
+        (s, b): (&Array, &Array),
+        p: QParams,
+        (n, k): (usize, usize),
+    ) -> Result<Vec<f32>> {
+        let (sd, bd) = (s.data()?, b.data()?);
+        let w = kernel_qgemv::QRows {
+            packed,
+            scales: &row_major::<S>(&sd, s.shape()),
+            biases: &row_major::<S>(&bd, b.shape()),
+            n,
+            k,
+        };
+        let mut out = vec![0f32; n];
+        kernel_qgemv::qgemv(x, &w, p, &mut out);
+        Ok(out)
+    }
+    let xs = read_f32(x)?;
+    let wd = w.data()?;
+    let packed = row_major::<u32>(&wd, w.shape());
+    Ok(Some(match s.dtype() {
+        Dtype::Float32 => run::<f32>(&xs, &packed, (s, b), p, (n, k))?,
+        Dtype::Float16 => run::<half::f16>(&xs, &packed, (s, b), p, (n, k))?,
+        Dtype::Bfloat16 => run::<half::bf16>(&xs, &packed, (s, b), p, (n, k))?,
+        _ => return Ok(None),
+    }))
 }
 
 /// `x[lhs[p]] @ dequantize(w[rhs[p]])(.T)` for every position p of the

@@ -12,6 +12,7 @@ pub mod indexing;
 pub mod math;
 pub mod matmul;
 pub mod num;
+pub mod qgemv;
 pub mod quantized;
 pub mod reduce;
 pub mod scan;

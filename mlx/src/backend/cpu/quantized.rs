@@ -120,7 +120,7 @@ pub fn get_bits(words: &[u32], pos: usize, bits: usize) -> u32 {
 
 /// Unpacks one group into `out` as f32 integers.
 #[inline]
-fn unpack_group(words: &[u32], bits: usize, out: &mut [f32]) {
+pub(super) fn unpack_group(words: &[u32], bits: usize, out: &mut [f32]) {
     if bits == 4 || bits == 8 || bits == 2 {
         // Fast path: values never straddle words.
         let per = 32 / bits;

@@ -1,0 +1,418 @@
+//! One row times the transpose of an affine-quantized matrix (`x @ W.T`,
+//! W packed as in [`quantized`](super::quantized)): the batch-1 linear layer
+//! of a quantized model. Bound by memory bandwidth, so the packed words are
+//! streamed once, in place, and never dequantized into a matrix.
+//!
+//! Each output row is `Σ_g s_g · (q_g · x_g) + Σ_g b_g · Σ x_g`. For 2, 4
+//! and 8 bits a row is read in blocks of 8 words: lane `i` of a block holds
+//! word `i`, and the `j`-th value of every word is one mask away, so `x` is
+//! permuted once per call to put the matching inputs side by side
+//! (`xp[j * 8 + i] = x[i * P + j]` in each block of `8 P` values; see
+//! [`permute`] for the scaling that replaces the shift). The loops are
+//! plain 8-lane arrays compiled with AVX2 and FMA when the CPU has them
+//! (so results on CPUs without FMA differ in rounding). Every row is
+//! computed by one task in a fixed order, so the result does not depend on
+//! the number of threads.
+
+use super::quantized::{unpack_group, QParams};
+use rayon::prelude::*;
+
+/// A scale or bias element read in place (f32, f16 or bf16).
+pub trait Scale: Copy + Send + Sync {
+    /// The value as f32 (exact for every implementing type).
+    fn to_f32(self) -> f32;
+}
+
+impl Scale for f32 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Scale for half::f16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+}
+
+impl Scale for half::bf16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        half::bf16::to_f32(self)
+    }
+}
+
+/// W (n × k) stored quantized, row-major: `n * k * bits / 32` words and
+/// `n * k / group_size` scales and biases.
+#[derive(Clone, Copy)]
+pub struct QRows<'a, S> {
+    /// Packed rows.
+    pub packed: &'a [u32],
+    /// One scale per group.
+    pub scales: &'a [S],
+    /// One bias per group.
+    pub biases: &'a [S],
+    /// Rows (outputs).
+    pub n: usize,
+    /// Unpacked columns (inputs).
+    pub k: usize,
+}
+
+/// Packed bytes per parallel task (whole rows; at least one row).
+const TASK_BYTES: usize = 32 << 10;
+/// Packed bytes below which the product stays on the calling thread.
+const PAR_BYTES: usize = 96 << 10;
+/// Words per block of the 2/4/8-bit kernel (one 256-bit vector).
+const LANES: usize = 8;
+
+/// `out = x @ W.T`; `x` has `k` values and `out` has `n`.
+pub fn qgemv<S: Scale>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]) {
+    qgemv_with(x, w, p, out, super::simd::has_fma())
+}
+
+/// [`qgemv`], with the AVX2 + FMA kernels only when `fma` (tests run both).
+fn qgemv_with<S: Scale>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32], fma: bool) {
+    let (n, k, gs) = (w.n, w.k, p.group_size);
+    debug_assert!(x.len() == k && out.len() == n && k % gs == 0);
+    debug_assert!(w.packed.len() == n * k * p.bits / 32 && w.scales.len() == n * k / gs);
+    let xsums: Vec<f32> = x.chunks(gs).map(|c| c.iter().sum()).collect();
+    let row_words = k * p.bits / 32;
+    let blocked = matches!(p.bits, 2 | 4 | 8) && row_words.is_multiple_of(LANES);
+    let xp = if blocked { permute(x, p.bits) } else { vec![] };
+    let a = Args {
+        x,
+        xp: &xp,
+        xsums: &xsums,
+        w,
+        p,
+        row_words,
+    };
+    let rows = select_rows::<S>(blocked, p.bits, fma);
+    let row_bytes = row_words * 4;
+    if n * row_bytes < PAR_BYTES {
+        return rows(&a, 0, out);
+    }
+    let per_task = (TASK_BYTES / row_bytes.max(1)).max(1);
+    out.par_chunks_mut(per_task)
+        .enumerate()
+        .for_each(|(t, o)| rows(&a, t * per_task, o));
+}
+
+/// Computes rows `r0..r0 + out.len()`.
+type RowsFn<S> = fn(&Args<'_, S>, usize, &mut [f32]);
+
+/// The row kernel for this width; `fma`: the CPU has AVX2 and FMA.
+fn select_rows<S: Scale>(blocked: bool, bits: usize, fma: bool) -> RowsFn<S> {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = fma;
+    #[cfg(target_arch = "x86_64")]
+    if fma {
+        // SAFETY (each arm): the caller checked (has_fma) that the CPU
+        // supports AVX2 and FMA, the features these functions are compiled for.
+        return match (blocked, bits) {
+            (true, 2) => |a, r0, o| unsafe { rows_fma::<S, 2, 16>(a, r0, o) },
+            (true, 4) => |a, r0, o| unsafe { rows_fma::<S, 4, 8>(a, r0, o) },
+            (true, 8) => |a, r0, o| unsafe { rows_fma::<S, 8, 4>(a, r0, o) },
+            _ => |a, r0, o| unsafe { grouped_fma(a, r0, o) },
+        };
+    }
+    match (blocked, bits) {
+        (true, 2) => rows_blocked::<S, 2, 16, false>,
+        (true, 4) => rows_blocked::<S, 4, 8, false>,
+        (true, 8) => rows_blocked::<S, 8, 4, false>,
+        _ => rows_grouped,
+    }
+}
+
+/// [`rows_blocked`] compiled with AVX2 + FMA, using fused multiply-adds.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`has_fma`](super::simd::has_fma)).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_fma<S: Scale, const BITS: u32, const P: usize>(
+    a: &Args<'_, S>,
+    r0: usize,
+    out: &mut [f32],
+) {
+    rows_blocked::<S, BITS, P, true>(a, r0, out)
+}
+
+/// [`rows_grouped`] compiled with AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA ([`has_fma`](super::simd::has_fma)).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn grouped_fma<S: Scale>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
+    rows_grouped(a, r0, out)
+}
+
+/// Operands shared by the tasks.
+struct Args<'a, S> {
+    x: &'a [f32],
+    /// `x` permuted and scaled for the blocked kernel (empty otherwise).
+    xp: &'a [f32],
+    /// Σ x over each group.
+    xsums: &'a [f32],
+    w: &'a QRows<'a, S>,
+    p: QParams,
+    row_words: usize,
+}
+
+/// `x` reordered so that value `j` of word `i` in each block of
+/// [`LANES`] words (`per = 32 / bits` values a word) meets its input at
+/// `j * 8 + i`, and scaled by `2^-(bits * j)` for `j < per - 1`: the kernel
+/// masks value `j` in place instead of shifting it down, which multiplies
+/// it by `2^(bits * j)` (exactly: a power of two), and the last value is
+/// shifted down. The products are the same; one instruction a value less.
+fn permute(x: &[f32], bits: usize) -> Vec<f32> {
+    let per = 32 / bits;
+    let block = LANES * per;
+    let mut xp = vec![0f32; x.len()];
+    for (src, dst) in x.chunks_exact(block).zip(xp.chunks_exact_mut(block)) {
+        for i in 0..LANES {
+            for j in 0..per {
+                let scale = if j + 1 < per {
+                    (-((bits * j) as f32)).exp2()
+                } else {
+                    1.0
+                };
+                dst[j * LANES + i] = src[i * per + j] * scale;
+            }
+        }
+    }
+    xp
+}
+
+/// Σ_g b_g · Σ x_g for one row's biases.
+#[inline(always)]
+fn bias_term<S: Scale>(biases: &[S], xsums: &[f32]) -> f32 {
+    biases
+        .iter()
+        .zip(xsums)
+        .map(|(&b, &s)| b.to_f32() * s)
+        .sum()
+}
+
+/// `a * b + c`, fused when `FMA` (only in code compiled for FMA: elsewhere
+/// it would be a library call).
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// Rows `r0..r0 + out.len()` with `BITS` in {2, 4, 8} (`P = 32 / BITS`
+/// values a word) and whole blocks of [`LANES`] words in a row.
+#[inline(always)]
+fn rows_blocked<S: Scale, const BITS: u32, const P: usize, const FMA: bool>(
+    a: &Args<'_, S>,
+    r0: usize,
+    out: &mut [f32],
+) {
+    let (rw, wpg) = (a.row_words, a.p.words_per_group());
+    let gpr = a.w.k / a.p.group_size;
+    for (r, o) in (r0..).zip(out.iter_mut()) {
+        let words = &a.w.packed[r * rw..(r + 1) * rw];
+        let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
+        let mut acc = [0f32; LANES];
+        if wpg >= LANES {
+            // Whole blocks per group: one scale for the group's lanes.
+            for (g, (gw, xg)) in words
+                .chunks_exact(wpg)
+                .zip(a.xp.chunks_exact(wpg * P))
+                .enumerate()
+            {
+                let mut d = [[0f32; LANES]; 2];
+                for (bw, bx) in gw.chunks_exact(LANES).zip(xg.chunks_exact(LANES * P)) {
+                    block_dot::<BITS, P, FMA>(bw, bx, &mut d);
+                }
+                let s = scales[g].to_f32();
+                for i in 0..LANES {
+                    acc[i] = madd::<FMA>(d[0][i] + d[1][i], s, acc[i]);
+                }
+            }
+        } else {
+            // Several groups per block (wpg is 2 or 4): a scale per lane.
+            let shift = wpg.trailing_zeros();
+            for (b, (bw, bx)) in words
+                .chunks_exact(LANES)
+                .zip(a.xp.chunks_exact(LANES * P))
+                .enumerate()
+            {
+                let mut d = [[0f32; LANES]; 2];
+                block_dot::<BITS, P, FMA>(bw, bx, &mut d);
+                for i in 0..LANES {
+                    let s = scales[(b * LANES + i) >> shift].to_f32();
+                    acc[i] = madd::<FMA>(d[0][i] + d[1][i], s, acc[i]);
+                }
+            }
+        }
+        let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
+        *o = acc.iter().sum::<f32>() + bias_term(biases, a.xsums);
+    }
+}
+
+/// `d[j % 2][i] += q_ij · 2^(BITS j) · xp[j * 8 + i]` for one block
+/// (`q_ij`: value `j` of word `i`, masked in place; the last one shifted
+/// down, see [`permute`]). Two accumulators halve the chain of dependent
+/// additions.
+#[inline(always)]
+fn block_dot<const BITS: u32, const P: usize, const FMA: bool>(
+    words: &[u32],
+    xp: &[f32],
+    d: &mut [[f32; LANES]; 2],
+) {
+    let mask = (1u32 << BITS) - 1;
+    let words: &[u32; LANES] = words.try_into().expect("a block");
+    for j in 0..P {
+        let xs: &[f32; LANES] = xp[j * LANES..(j + 1) * LANES].try_into().expect("8");
+        let shift = BITS * j as u32;
+        for i in 0..LANES {
+            let q = if j + 1 < P {
+                words[i] & (mask << shift)
+            } else {
+                words[i] >> shift
+            };
+            // Below 2^31, so the signed conversion (which vectorises) is exact.
+            let q = q as i32 as f32;
+            d[j % 2][i] = madd::<FMA>(q, xs[i], d[j % 2][i]);
+        }
+    }
+}
+
+/// Rows `r0..r0 + out.len()` for any width: each group unpacked to f32,
+/// then a dot product with `x`.
+#[inline(always)]
+fn rows_grouped<S: Scale>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
+    let (rw, wpg, gs) = (a.row_words, a.p.words_per_group(), a.p.group_size);
+    let gpr = a.w.k / gs;
+    let mut vals = vec![0f32; gs];
+    for (r, o) in (r0..).zip(out.iter_mut()) {
+        let words = &a.w.packed[r * rw..(r + 1) * rw];
+        let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
+        let mut acc = 0f32;
+        for ((gw, xg), &s) in words
+            .chunks_exact(wpg)
+            .zip(a.x.chunks_exact(gs))
+            .zip(scales)
+        {
+            unpack_group(gw, a.p.bits, &mut vals);
+            acc += s.to_f32() * super::simd::dot_lanes(&vals, xg);
+        }
+        let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
+        *o = acc + bias_term(biases, a.xsums);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+    use proptest::prelude::*;
+
+    /// Dequantize each row value by value, then dot with `x`, in f64; also
+    /// Σ |term| for the tolerance.
+    fn naive(x: &[f32], w: &QRows<'_, f32>, p: QParams) -> Vec<(f64, f64)> {
+        let row_words = w.k * p.bits / 32;
+        (0..w.n)
+            .map(|r| {
+                let words = &w.packed[r * row_words..(r + 1) * row_words];
+                let (mut sum, mut mag) = (0f64, 0f64);
+                for (j, &xj) in x.iter().enumerate() {
+                    let g = r * (w.k / p.group_size) + j / p.group_size;
+                    let q = super::super::quantized::get_bits(words, j * p.bits, p.bits);
+                    let v = w.scales[g] as f64 * q as f64 + w.biases[g] as f64;
+                    sum += v * xj as f64;
+                    mag += (v * xj as f64).abs();
+                }
+                (sum, mag)
+            })
+            .collect()
+    }
+
+    /// Runs the kernel with scales and biases stored as `S`, with the
+    /// AVX2 + FMA kernels if `fma` and the CPU has them.
+    fn run<S: Scale>(
+        x: &[f32],
+        w: &QRows<'_, f32>,
+        p: QParams,
+        conv: fn(f32) -> S,
+        fma: bool,
+    ) -> Vec<f32> {
+        let s: Vec<S> = w.scales.iter().map(|&v| conv(v)).collect();
+        let b: Vec<S> = w.biases.iter().map(|&v| conv(v)).collect();
+        let q = QRows {
+            packed: w.packed,
+            scales: &s,
+            biases: &b,
+            n: w.n,
+            k: w.k,
+        };
+        let mut out = vec![f32::NAN; w.n];
+        qgemv_with(
+            x,
+            &q,
+            p,
+            &mut out,
+            fma && crate::backend::cpu::simd::has_fma(),
+        );
+        out
+    }
+
+    fn case() -> impl Strategy<Value = (usize, usize, usize, usize, u64, usize, bool)> {
+        (
+            prop::sample::select(vec![1usize, 2, 3, 4, 5, 6, 8]),
+            prop::sample::select(vec![32usize, 64, 128]),
+            1usize..7,
+            // Odd and even row counts; the largest take the parallel path.
+            prop_oneof![1usize..40, 300usize..700],
+            any::<u64>(),
+            0usize..3,
+            any::<bool>(),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        #[test]
+        fn matches_dequantize_then_dot((bits, gs, groups, n, seed, dtype, fma) in case()) {
+            let k = gs * groups;
+            let p = QParams { group_size: gs, bits };
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let unit = |v: u64| (v >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+            let packed: Vec<u32> = (0..n * k * bits / 32).map(|_| next() as u32).collect();
+            let round = |v: f32| match dtype {
+                1 => f16::from_f32(v).to_f32(),
+                2 => bf16::from_f32(v).to_f32(),
+                _ => v,
+            };
+            // Scales and biases exactly representable in the stored dtype.
+            let scales: Vec<f32> = (0..n * groups).map(|_| round(unit(next()) * 0.1)).collect();
+            let biases: Vec<f32> = (0..n * groups).map(|_| round(unit(next()))).collect();
+            let x: Vec<f32> = (0..k).map(|_| unit(next()) * 4.0).collect();
+            let w = QRows { packed: &packed, scales: &scales, biases: &biases, n, k };
+            let got = match dtype {
+                1 => run(&x, &w, p, f16::from_f32, fma),
+                2 => run(&x, &w, p, bf16::from_f32, fma),
+                _ => run(&x, &w, p, |v| v, fma),
+            };
+            for (r, (&g, (want, mag))) in got.iter().zip(naive(&x, &w, p)).enumerate() {
+                let err = (g as f64 - want).abs();
+                prop_assert!(err <= 1e-5 * mag + 1e-6, "row {r}: {g} vs {want} (bits {bits}, gs {gs}, k {k})");
+            }
+        }
+    }
+}
