@@ -2,6 +2,7 @@
 # Seeds each target's corpus from every fixture of the repository, then
 # minimises it (cargo fuzz cmin). Run from the repository root.
 set -euo pipefail
+shopt -s nullglob
 cd "$(dirname "$0")"
 mkdir -p corpus/import corpus/npy corpus/safetensors corpus/call_inputs
 # call_inputs: the function's index byte, then each case's argument files.
@@ -9,7 +10,7 @@ i=0
 for f in kwargs multi_trace gather_scatter shapeless; do
   for case in ../tests/fixtures/mlx/$f/*arg0.npy; do
     p=${case%arg0.npy}
-    { printf "\\$(printf %o $i)"; cat "$p"arg*.npy "$p"kw_*.npy 2>/dev/null; } > "corpus/call_inputs/${f}_$(basename "$p")"
+    { printf "\\$(printf %o $i)"; cat "$p"arg*.npy "$p"kw_*.npy; } > "corpus/call_inputs/${f}_$(basename "$p")"
   done
   i=$((i + 1))
 done

@@ -123,7 +123,10 @@ fn readme_model_generates_mlx_lm_tokens() {
     let model = root.join("models/tiny-story");
     for (key, extra) in [
         ("greedy", vec![]),
-        ("sampled_temp_0.7_seed_1", vec!["--temp", "0.7", "--seed", "1"]),
+        (
+            "sampled_temp_0.7_seed_1",
+            vec!["--temp", "0.7", "--seed", "1"],
+        ),
     ] {
         let mut args = vec![
             "generate",
