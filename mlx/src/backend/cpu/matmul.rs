@@ -10,7 +10,6 @@ use crate::array::Data;
 use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::copy::for_each_row;
 use crate::backend::cpu::num::Num;
-use crate::backend::cpu::simd::Widen;
 use crate::buffer::Buffer;
 use crate::{Complex64, Dtype, Element, Error, Result};
 use gemm::Parallelism;
@@ -56,15 +55,7 @@ pub fn addmm(
     if size == 0 {
         return Ok(Data::contiguous(buf, out_shape));
     }
-    let one_row = match (dtype, &c) {
-        (Dtype::Float32, None) => one_row_gemv(&a, &b, alpha, out_shape, &mut buf, |v| v),
-        // The f32 sum rounded once, as the widened product below does.
-        (Dtype::Bfloat16, None) => {
-            one_row_gemv(&a, &b, alpha, out_shape, &mut buf, bf16::from_f32)
-        }
-        _ => false,
-    };
-    if one_row {
+    if dtype == Dtype::Float32 && c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) {
         return Ok(Data::contiguous(buf, out_shape));
     }
     match dtype {
@@ -145,16 +136,13 @@ pub fn addmm(
 }
 
 /// `x @ W` for a single row without batch (a batch-1 linear layer), run by
-/// [`gemv`](super::gemv) when `W`'s layout allows, `W` read in place as
-/// f32 (a bf16 weight is never widened as a whole) and each output stored
-/// by `store`; false leaves `out` alone.
-fn one_row_gemv<T: Element + Widen>(
+/// [`gemv`](super::gemv) when `W`'s layout allows; false leaves `out` alone.
+fn one_row_gemv(
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
     alpha: f32,
     out_shape: &[i32],
     out: &mut Buffer,
-    store: impl Fn(f32) -> T,
 ) -> bool {
     let nd = out_shape.len();
     let batch: usize = out_shape[..nd - 2].iter().map(|&d| d as usize).product();
@@ -163,7 +151,7 @@ fn one_row_gemv<T: Element + Widen>(
     }
     let (k, n) = (a.shape[nd - 1] as usize, out_shape[nd - 1] as usize);
     let w = super::gemv::Strided {
-        w: b.data.buffer.as_slice::<T>(),
+        w: b.data.buffer.as_slice::<f32>(),
         offset: b.data.offset,
         row_stride: b.data.strides[nd - 2],
         col_stride: b.data.strides[nd - 1],
@@ -173,15 +161,13 @@ fn one_row_gemv<T: Element + Widen>(
     if !w.supported() {
         return false;
     }
-    let src = a.data.buffer.as_slice::<T>();
+    let src = a.data.buffer.as_slice::<f32>();
     let step = a.data.strides[nd - 1];
     let x: Vec<f32> = (0..k as isize)
-        .map(|i| src[(a.data.offset as isize + i * step) as usize].widen())
+        .map(|i| src[(a.data.offset as isize + i * step) as usize])
         .collect();
-    let mut result = vec![0f32; n];
-    super::gemv::gemv(&x, &w, alpha, &mut result);
-    let dst = out.as_mut_slice::<T>().expect("heap buffer");
-    dst.iter_mut().zip(result).for_each(|(d, r)| *d = store(r));
+    let dst = out.as_mut_slice::<f32>().expect("heap buffer");
+    super::gemv::gemv(&x, &w, alpha, dst);
     true
 }
 

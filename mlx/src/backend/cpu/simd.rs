@@ -52,43 +52,20 @@ pub fn pow2i(n: f32) -> f32 {
     f32::from_bits((n + 8_388_735.0).to_bits() << 23)
 }
 
-/// A matrix element read as f32, exactly: f32 itself, or bf16 (whose
-/// widening is a 16-bit shift, so loops over it still vectorise). Lets a
-/// bandwidth-bound kernel stream half-width weights without converting
-/// whole matrices first.
-pub trait Widen: Copy + Send + Sync {
-    /// The value as f32.
-    fn widen(self) -> f32;
-}
-
-impl Widen for f32 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self
-    }
-}
-
-impl Widen for half::bf16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        f32::from_bits((self.to_bits() as u32) << 16)
-    }
-}
-
 /// Σ a·b with eight accumulators (vectorises without reassociation).
 #[inline(always)]
-pub fn dot_lanes<W: Widen>(a: &[f32], b: &[W]) -> f32 {
+pub fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = ca
         .remainder()
         .iter()
         .zip(cb.remainder())
-        .map(|(x, y)| x * y.widen())
+        .map(|(x, y)| x * y)
         .sum();
     for (x, y) in ca.zip(cb) {
         for j in 0..8 {
-            acc[j] += x[j] * y[j].widen();
+            acc[j] += x[j] * y[j];
         }
     }
     acc.iter().sum::<f32>() + tail
