@@ -46,20 +46,12 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-/// Peak resident set of this process in bytes (Linux `VmHWM`).
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 /// Child mode: import `path`, call once with a row of `rows`, print VmHWM.
 fn child(path: &str, rows: i32) {
     let f = mlx::import_function(path).unwrap();
     let y = f.call(&[input(rows)]).unwrap();
     y[0].eval().unwrap();
-    println!("{}", peak_rss().unwrap_or(0));
+    println!("{}", common::memory::peak_rss());
 }
 
 const PY_SCRIPT: &str = r#"

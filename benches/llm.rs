@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::memory::peak_rss;
 use common::{python, python_figures};
 use mlx::{ops, Array, Dtype};
 use std::path::{Path, PathBuf};
@@ -140,16 +141,6 @@ np.matmul(a, b)
 best = min((lambda t: (np.matmul(a, b), time.perf_counter() - t)[1])(time.perf_counter()) for _ in range(5))
 print("sgemm_gflops", 2 * n**3 / best / 1e9)
 "#;
-
-/// VmHWM (peak resident set) of this process, in bytes.
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
 
 /// Child mode: import `file`, call it once, print times and peak RSS.
 fn child(file: &str, variant: &str) {

@@ -26,6 +26,8 @@
 //! [--threads 8] [--calls 10000] [--steps 10000] [--kills 100] [--mb 32]
 //! [--seed N]]`. Prints a summary; exits 1 on any violation.
 
+#[path = "../benches/common/memory.rs"]
+mod memory;
 #[allow(dead_code)]
 #[path = "train_mlp.rs"]
 mod train_mlp;
@@ -235,70 +237,31 @@ fn soak_threads(cfg: &Config, dir: &Path, report: &mut Report) -> Result<()> {
 
 /// `VmRSS` and `VmHWM` of this process in KiB.
 fn rss_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (memory::rss() / 1024, memory::peak_rss() / 1024)
 }
 
 fn soak_train(cfg: &Config, dir: &Path, report: &mut Report) -> Result<()> {
     println!("train: {} steps through imported init/step", cfg.steps);
-    let setup = train_mlp::init()?;
-    mlx::eval(&setup.state)?;
-    let opts = ExportOptions::default();
-    let init_path = dir.join("init_mlp.mlxfn");
-    mlx::export_function(
-        &init_path,
-        |_: &[Array]| Ok(train_mlp::init()?.state),
-        &[],
-        &opts,
-    )?;
-    let (x, y) = train_mlp::example_data()?;
-    let mut example = setup.state.clone();
-    example.push(x.clone());
-    example.push(y.clone());
-    let step_path = dir.join("train_mlp.mlxfn");
-    mlx::export_function(
-        &step_path,
-        |a: &[Array]| train_mlp::step(&setup, a),
-        &example,
-        &opts,
-    )?;
-    drop(example);
-
-    let mut state = mlx::import_function(&init_path)?.call(&[])?;
-    let step = mlx::import_function(&step_path)?;
     let checkpoints = [(cfg.steps / 10).max(1), (cfg.steps / 2).max(1), cfg.steps];
     let mut seen = Vec::new();
-    let (mut first_loss, mut last_loss) = (f32::NAN, f32::NAN);
     let start = Instant::now();
-    for it in 1..=cfg.steps {
-        let mut inputs = state;
-        inputs.push(x.clone());
-        inputs.push(y.clone());
-        let mut out = step.call(&inputs)?;
-        let loss = out.pop().expect("the step returns the loss last");
-        mlx::eval(&out)?;
-        last_loss = loss.item::<f32>()?;
-        if it == 1 {
-            first_loss = last_loss;
-        }
-        state = out;
-        if checkpoints.contains(&it) && seen.last().map(|&(s, _, _)| s) != Some(it) {
+    // train_mlp's own export, import and loop; `it` counts from 0.
+    let losses = train_mlp::run_steps(dir, cfg.steps, |it, loss| {
+        let step = it + 1;
+        if checkpoints.contains(&step) && seen.last().map(|&(s, _, _)| s) != Some(step) {
             let (rss, hwm) = rss_kib();
             report.figure(format!(
-                "train: step {it:>6}: RSS {:.1} MiB, peak {:.1} MiB, loss {last_loss:.6}",
+                "train: step {step:>6}: RSS {:.1} MiB, peak {:.1} MiB, loss {loss:.6}",
                 rss as f64 / 1024.0,
                 hwm as f64 / 1024.0
             ));
-            seen.push((it, rss, hwm));
+            seen.push((step, rss, hwm));
         }
-    }
+    })?;
+    let (first_loss, last_loss) = (
+        losses.first().copied().unwrap_or(f32::NAN),
+        losses.last().copied().unwrap_or(f32::NAN),
+    );
     let elapsed = start.elapsed();
     if !last_loss.is_finite() || last_loss >= first_loss {
         report.violation(format!(

@@ -159,7 +159,12 @@ pub fn example_data() -> Result<(Array, Array)> {
 
 /// Exports `init` and `step` into `dir`, imports both, trains for
 /// [`STEPS`] steps and returns every step's loss (`report` sees each).
-pub fn run(dir: &Path, mut report: impl FnMut(usize, f32)) -> Result<Vec<f32>> {
+pub fn run(dir: &Path, report: impl FnMut(usize, f32)) -> Result<Vec<f32>> {
+    run_steps(dir, STEPS, report)
+}
+
+/// [`run`] for `steps` steps (the soak example runs thousands).
+pub fn run_steps(dir: &Path, steps: usize, mut report: impl FnMut(usize, f32)) -> Result<Vec<f32>> {
     let setup = init()?;
     mlx::eval(&setup.state)?;
     let opts = ExportOptions::default();
@@ -176,8 +181,8 @@ pub fn run(dir: &Path, mut report: impl FnMut(usize, f32)) -> Result<Vec<f32>> {
     // From here on only the two files are used, as another program would.
     let mut state = mlx::import_function(&init_path)?.call(&[])?;
     let imported_step = mlx::import_function(&step_path)?;
-    let mut losses = Vec::with_capacity(STEPS);
-    for it in 0..STEPS {
+    let mut losses = Vec::with_capacity(steps);
+    for it in 0..steps {
         let mut inputs = state;
         inputs.push(x.clone());
         inputs.push(y.clone());

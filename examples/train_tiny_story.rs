@@ -13,6 +13,9 @@
 //! mean loss and the process's resident and peak memory: the loop is also a
 //! soak test of repeated imported calls (RSS should stay flat).
 
+#[path = "../benches/common/memory.rs"]
+mod memory;
+
 use mlx::{ops, Array, Dtype, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,16 +85,8 @@ fn sample_batch(tokens: &[i32], plan: &Plan, rng: &mut Positions) -> Result<Arra
 
 /// `VmRSS` and `VmHWM` of this process in MiB (0 where /proc is missing).
 fn memory_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |k: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    (mib(memory::rss()), mib(memory::peak_rss()))
 }
 
 fn save(dir: &Path, plan: &Plan, state: &[Array], step: usize) -> Result<()> {

@@ -1,6 +1,8 @@
 //! Shared by the benchmarks: timing and the Python reference runs.
 #![allow(dead_code)]
 
+pub mod memory;
+
 use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};

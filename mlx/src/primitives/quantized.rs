@@ -458,7 +458,7 @@ fn one_row(
     p: QParams,
     (n, k): (usize, usize),
 ) -> Result<Option<Vec<f32>>> {
-    fn run<S: kernel_qgemv::Scale + crate::Element>(
+    fn run<S: crate::backend::cpu::num::Float>(
         x: &[f32],
         packed: &[u32],
         (s, b): (&Array, &Array),

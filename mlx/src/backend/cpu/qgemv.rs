@@ -14,35 +14,11 @@
 //! computed by one task in a fixed order, so the result does not depend on
 //! the number of threads.
 
+// Scales and biases (f32, f16 or bf16) are read in place through
+// `Float::to_f32`, exact for each.
+use super::num::Float;
 use super::quantized::{unpack_group, QParams};
 use rayon::prelude::*;
-
-/// A scale or bias element read in place (f32, f16 or bf16).
-pub trait Scale: Copy + Send + Sync {
-    /// The value as f32 (exact for every implementing type).
-    fn to_f32(self) -> f32;
-}
-
-impl Scale for f32 {
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        self
-    }
-}
-
-impl Scale for half::f16 {
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        half::f16::to_f32(self)
-    }
-}
-
-impl Scale for half::bf16 {
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        half::bf16::to_f32(self)
-    }
-}
 
 /// W (n × k) stored quantized, row-major: `n * k * bits / 32` words and
 /// `n * k / group_size` scales and biases.
@@ -68,12 +44,12 @@ const PAR_BYTES: usize = 96 << 10;
 const LANES: usize = 8;
 
 /// `out = x @ W.T`; `x` has `k` values and `out` has `n`.
-pub fn qgemv<S: Scale>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]) {
+pub fn qgemv<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]) {
     qgemv_with(x, w, p, out, super::simd::has_fma())
 }
 
 /// [`qgemv`], with the AVX2 + FMA kernels only when `fma` (tests run both).
-fn qgemv_with<S: Scale>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32], fma: bool) {
+fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32], fma: bool) {
     let (n, k, gs) = (w.n, w.k, p.group_size);
     debug_assert!(x.len() == k && out.len() == n && k % gs == 0);
     debug_assert!(w.packed.len() == n * k * p.bits / 32 && w.scales.len() == n * k / gs);
@@ -104,7 +80,7 @@ fn qgemv_with<S: Scale>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
 type RowsFn<S> = fn(&Args<'_, S>, usize, &mut [f32]);
 
 /// The row kernel for this width; `fma`: the CPU has AVX2 and FMA.
-fn select_rows<S: Scale>(blocked: bool, bits: usize, fma: bool) -> RowsFn<S> {
+fn select_rows<S: Float>(blocked: bool, bits: usize, fma: bool) -> RowsFn<S> {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = fma;
     #[cfg(target_arch = "x86_64")]
@@ -132,7 +108,7 @@ fn select_rows<S: Scale>(blocked: bool, bits: usize, fma: bool) -> RowsFn<S> {
 /// The CPU must support AVX2 and FMA ([`has_fma`](super::simd::has_fma)).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_fma<S: Scale, const BITS: u32, const P: usize>(
+unsafe fn rows_fma<S: Float, const BITS: u32, const P: usize>(
     a: &Args<'_, S>,
     r0: usize,
     out: &mut [f32],
@@ -146,7 +122,7 @@ unsafe fn rows_fma<S: Scale, const BITS: u32, const P: usize>(
 /// The CPU must support AVX2 and FMA ([`has_fma`](super::simd::has_fma)).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn grouped_fma<S: Scale>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
+unsafe fn grouped_fma<S: Float>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
     rows_grouped(a, r0, out)
 }
 
@@ -189,7 +165,7 @@ fn permute(x: &[f32], bits: usize) -> Vec<f32> {
 
 /// Σ_g b_g · Σ x_g for one row's biases.
 #[inline(always)]
-fn bias_term<S: Scale>(biases: &[S], xsums: &[f32]) -> f32 {
+fn bias_term<S: Float>(biases: &[S], xsums: &[f32]) -> f32 {
     biases
         .iter()
         .zip(xsums)
@@ -211,7 +187,7 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// Rows `r0..r0 + out.len()` with `BITS` in {2, 4, 8} (`P = 32 / BITS`
 /// values a word) and whole blocks of [`LANES`] words in a row.
 #[inline(always)]
-fn rows_blocked<S: Scale, const BITS: u32, const P: usize, const FMA: bool>(
+fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA: bool>(
     a: &Args<'_, S>,
     r0: usize,
     out: &mut [f32],
@@ -290,7 +266,7 @@ fn block_dot<const BITS: u32, const P: usize, const FMA: bool>(
 /// Rows `r0..r0 + out.len()` for any width: each group unpacked to f32,
 /// then a dot product with `x`.
 #[inline(always)]
-fn rows_grouped<S: Scale>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
+fn rows_grouped<S: Float>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
     let (rw, wpg, gs) = (a.row_words, a.p.words_per_group(), a.p.group_size);
     let gpr = a.w.k / gs;
     let mut vals = vec![0f32; gs];
@@ -339,7 +315,7 @@ mod tests {
 
     /// Runs the kernel with scales and biases stored as `S`, with the
     /// AVX2 + FMA kernels if `fma` and the CPU has them.
-    fn run<S: Scale>(
+    fn run<S: Float>(
         x: &[f32],
         w: &QRows<'_, f32>,
         p: QParams,
