@@ -37,7 +37,13 @@ fn main() {
     let args: Vec<Array> = args
         .iter()
         .enumerate()
-        .map(|(i, a)| if i < 2 { a.clone() } else { ops::astype(a, dtype).unwrap() })
+        .map(|(i, a)| {
+            if i < 2 {
+                a.clone()
+            } else {
+                ops::astype(a, dtype).unwrap()
+            }
+        })
         .collect();
     mlx::eval(&args).unwrap();
     let mut times = Vec::new();

@@ -311,8 +311,7 @@ impl Primitive for QuantizedMatmul {
             w.shape()[wn - 2] as usize,
             w.shape()[wn - 1] as usize * 32 / p.bits,
         );
-        if wn == 2 && self.transpose && o.size() == n && std::env::var_os("TMP_QGEMV_OFF").is_none()
-        {
+        if wn == 2 && self.transpose && o.size() == n {
             // One row of x (batch-1 decode): stream the weights in place.
             let (s, b) = (&inputs[2], &inputs[3]);
             if let Some(r) = one_row(x, w, s, b, p, (rows, cols))? {
