@@ -1,14 +1,10 @@
-//! One row times a matrix (`x @ W`, W in f32, bf16 or f16): the shape of a
-//! batch-1 linear layer. It reads every byte of `W` once, so it is bound by
-//! memory bandwidth; `gemm` treats it as a thin matrix product and reaches
-//! about half of what two cores can stream (and bf16 would first be widened
-//! whole). Here half-precision weights are widened to f32 one row at a time,
-//! in cache, and every sum is in f32. The rows of `W` are split into fixed
-//! chunks whose partial sums are added in chunk order, so the result does
-//! not depend on the number of threads.
+//! One row times a matrix (`x @ W`, float32): the shape of a batch-1 linear
+//! layer. It reads every byte of `W` once, so it is bound by memory
+//! bandwidth; `gemm` treats it as a thin matrix product and reaches about
+//! half of what two cores can stream. Here the rows of `W` are split into
+//! fixed chunks whose partial sums are added in chunk order, so the result
+//! does not depend on the number of threads.
 
-use half::slice::HalfFloatSliceExt;
-use half::{bf16, f16};
 use rayon::prelude::*;
 
 /// Multiply-adds above which the work is spread over threads.
@@ -18,45 +14,9 @@ const TASK_ELEMS: usize = 1 << 18;
 /// At most this many partial rows are kept for a row-major `W`.
 const MAX_PARTIALS: usize = 16;
 
-/// A weight element, read as f32 a row at a time.
-pub trait Weight: Copy + Send + Sync {
-    /// `src` as f32: itself for f32, else widened into `buf`.
-    fn widen<'a>(src: &'a [Self], buf: &'a mut Vec<f32>) -> &'a [f32];
-}
-
-impl Weight for f32 {
-    #[inline(always)]
-    fn widen<'a>(src: &'a [f32], _: &'a mut Vec<f32>) -> &'a [f32] {
-        src
-    }
-}
-
-impl Weight for bf16 {
-    #[inline(always)]
-    fn widen<'a>(src: &'a [bf16], buf: &'a mut Vec<f32>) -> &'a [f32] {
-        // The bf16 bits are the high half of the f32's (a shift that vectorises).
-        buf.clear();
-        buf.extend(
-            src.iter()
-                .map(|v| f32::from_bits((v.to_bits() as u32) << 16)),
-        );
-        buf
-    }
-}
-
-impl Weight for f16 {
-    #[inline(always)]
-    fn widen<'a>(src: &'a [f16], buf: &'a mut Vec<f32>) -> &'a [f32] {
-        // half converts a slice with F16C instructions when the CPU has them.
-        buf.resize(src.len(), 0.0);
-        src.convert_to_f32_slice(buf);
-        buf
-    }
-}
-
 /// `W` as a strided `k x n` view of `w`, in elements.
-pub struct Strided<'a, T = f32> {
-    pub w: &'a [T],
+pub struct Strided<'a> {
+    pub w: &'a [f32],
     pub offset: usize,
     pub row_stride: isize,
     pub col_stride: isize,
@@ -64,7 +24,7 @@ pub struct Strided<'a, T = f32> {
     pub n: usize,
 }
 
-impl<T> Strided<'_, T> {
+impl Strided<'_> {
     /// Whether one of the two layouts this module runs applies: rows
     /// contiguous (`x @ W`) or columns contiguous (`x @ W.T` of a row-major
     /// weight), with the other stride non-negative.
@@ -76,7 +36,7 @@ impl<T> Strided<'_, T> {
 
 /// `out = alpha * (x @ W)`; `x` has `k` elements, `out` has `n`.
 /// The caller checked [`Strided::supported`].
-pub fn gemv<T: Weight>(x: &[f32], w: &Strided<'_, T>, alpha: f32, out: &mut [f32]) {
+pub fn gemv(x: &[f32], w: &Strided<'_>, alpha: f32, out: &mut [f32]) {
     debug_assert!(w.supported() && x.len() == w.k && out.len() == w.n);
     if w.col_stride == 1 {
         rows_contiguous(x, w, out);
@@ -89,25 +49,17 @@ pub fn gemv<T: Weight>(x: &[f32], w: &Strided<'_, T>, alpha: f32, out: &mut [f32
 }
 
 /// Row `i` of `W` (row-contiguous layout).
-fn row<'a, T>(w: &Strided<'a, T>, i: usize) -> &'a [T] {
+fn row<'a>(w: &Strided<'a>, i: usize) -> &'a [f32] {
     let start = w.offset + i * w.row_stride as usize;
     &w.w[start..start + w.n]
 }
 
 /// `acc += x[rows] @ W[rows, :]`, four rows per sweep over `acc`.
-fn accumulate_rows<T: Weight>(
-    x: &[f32],
-    w: &Strided<'_, T>,
-    rows: std::ops::Range<usize>,
-    acc: &mut [f32],
-) {
-    let mut bufs: [Vec<f32>; 4] = Default::default();
+fn accumulate_rows(x: &[f32], w: &Strided<'_>, rows: std::ops::Range<usize>, acc: &mut [f32]) {
     super::simd::with_fma(|| {
-        let [b0, b1, b2, b3] = &mut bufs;
         let mut i = rows.start;
         while i + 4 <= rows.end {
-            let (r0, r1) = (T::widen(row(w, i), b0), T::widen(row(w, i + 1), b1));
-            let (r2, r3) = (T::widen(row(w, i + 2), b2), T::widen(row(w, i + 3), b3));
+            let (r0, r1, r2, r3) = (row(w, i), row(w, i + 1), row(w, i + 2), row(w, i + 3));
             let (x0, x1, x2, x3) = (x[i], x[i + 1], x[i + 2], x[i + 3]);
             for j in 0..acc.len() {
                 acc[j] += (x0 * r0[j] + x1 * r1[j]) + (x2 * r2[j] + x3 * r3[j]);
@@ -115,13 +67,13 @@ fn accumulate_rows<T: Weight>(
             i += 4;
         }
         for (i, &xi) in x.iter().enumerate().take(rows.end).skip(i) {
-            let r = T::widen(row(w, i), b0);
+            let r = row(w, i);
             acc.iter_mut().zip(r).for_each(|(a, &v)| *a += xi * v);
         }
     })
 }
 
-fn rows_contiguous<T: Weight>(x: &[f32], w: &Strided<'_, T>, out: &mut [f32]) {
+fn rows_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
     out.fill(0.0);
     if w.k * w.n < PAR_WORK {
         return accumulate_rows(x, w, 0..w.k, out);
@@ -142,21 +94,17 @@ fn rows_contiguous<T: Weight>(x: &[f32], w: &Strided<'_, T>, out: &mut [f32]) {
     }
 }
 
-fn columns_contiguous<T: Weight>(x: &[f32], w: &Strided<'_, T>, out: &mut [f32]) {
-    let column = |buf: &mut Vec<f32>, j: usize| {
+fn columns_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
+    let column = |j: usize| {
         let start = w.offset + j * w.col_stride as usize;
-        let col = &w.w[start..start + w.k];
-        super::simd::with_fma(|| super::simd::dot_lanes(x, T::widen(col, buf)))
+        super::simd::with_fma(|| super::simd::dot_lanes(x, &w.w[start..start + w.k]))
     };
     if w.k * w.n < PAR_WORK {
-        let mut buf = Vec::new();
-        out.iter_mut()
-            .enumerate()
-            .for_each(|(j, o)| *o = column(&mut buf, j));
+        out.iter_mut().enumerate().for_each(|(j, o)| *o = column(j));
     } else {
         out.par_iter_mut()
             .with_min_len((TASK_ELEMS / w.k.max(1)).max(1))
             .enumerate()
-            .for_each_init(Vec::new, |buf, (j, o)| *o = column(buf, j));
+            .for_each(|(j, o)| *o = column(j));
     }
 }

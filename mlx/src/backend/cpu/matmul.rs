@@ -55,7 +55,7 @@ pub fn addmm(
     if size == 0 {
         return Ok(Data::contiguous(buf, out_shape));
     }
-    if c.is_none() && one_row_gemv(&a, &b, alpha, dtype, out_shape, &mut buf) {
+    if dtype == Dtype::Float32 && c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) {
         return Ok(Data::contiguous(buf, out_shape));
     }
     match dtype {
@@ -136,28 +136,8 @@ pub fn addmm(
 }
 
 /// `x @ W` for a single row without batch (a batch-1 linear layer), run by
-/// [`gemv`](super::gemv) when `W`'s layout allows, reading f32, bf16 or f16
-/// weights in place; false leaves `out` alone.
+/// [`gemv`](super::gemv) when `W`'s layout allows; false leaves `out` alone.
 fn one_row_gemv(
-    a: &MatrixView<'_>,
-    b: &MatrixView<'_>,
-    alpha: f32,
-    dtype: Dtype,
-    out_shape: &[i32],
-    out: &mut Buffer,
-) -> bool {
-    match dtype {
-        Dtype::Float32 => one_row_as::<f32>(a, b, alpha, out_shape, out),
-        Dtype::Bfloat16 => one_row_as::<bf16>(a, b, alpha, out_shape, out),
-        Dtype::Float16 => one_row_as::<f16>(a, b, alpha, out_shape, out),
-        _ => false,
-    }
-}
-
-/// [`one_row_gemv`] for element type `T`: x widened to f32, the sums in
-/// f32, each output rounded once to `T` (as the bf16 product through f32
-/// panels does).
-fn one_row_as<T: super::gemv::Weight + Element + Cast>(
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
     alpha: f32,
@@ -171,7 +151,7 @@ fn one_row_as<T: super::gemv::Weight + Element + Cast>(
     }
     let (k, n) = (a.shape[nd - 1] as usize, out_shape[nd - 1] as usize);
     let w = super::gemv::Strided {
-        w: b.data.buffer.as_slice::<T>(),
+        w: b.data.buffer.as_slice::<f32>(),
         offset: b.data.offset,
         row_stride: b.data.strides[nd - 2],
         col_stride: b.data.strides[nd - 1],
@@ -181,17 +161,13 @@ fn one_row_as<T: super::gemv::Weight + Element + Cast>(
     if !w.supported() {
         return false;
     }
-    let src = a.data.buffer.as_slice::<T>();
+    let src = a.data.buffer.as_slice::<f32>();
     let step = a.data.strides[nd - 1];
     let x: Vec<f32> = (0..k as isize)
-        .map(|i| src[(a.data.offset as isize + i * step) as usize].cast::<f32>())
+        .map(|i| src[(a.data.offset as isize + i * step) as usize])
         .collect();
-    let mut acc = vec![0f32; n];
-    super::gemv::gemv(&x, &w, alpha, &mut acc);
-    let dst = out.as_mut_slice::<T>().expect("heap buffer");
-    dst.iter_mut()
-        .zip(&acc)
-        .for_each(|(d, &v)| *d = v.cast::<T>());
+    let dst = out.as_mut_slice::<f32>().expect("heap buffer");
+    super::gemv::gemv(&x, &w, alpha, dst);
     true
 }
 
