@@ -13,9 +13,10 @@
 //! - `kill`: `--kills` times, a child process (this binary, re-run with
 //!   `child-export`) exports a function with a `--mb` MB constant over an
 //!   existing good file and is sent `SIGKILL` at a random moment of its
-//!   export: even kills anywhere from the start of the export (tracing,
-//!   encoding, writing), odd ones once its temporary file exists (writing,
-//!   syncing, renaming). After each kill the file must import and give the values of
+//!   export, in turn: anywhere from the start of the export (tracing,
+//!   encoding, writing), anywhere once its temporary file exists (writing,
+//!   syncing, renaming), or once the temporary holds a random number of
+//!   the file's bytes (always mid-write). After each kill the file must import and give the values of
 //!   either the previous file or the child's (when it finished first), and
 //!   the directory may hold nothing but the file and the killed child's own
 //!   temporary (`.NAME.tmp-PID-N`, which the atomic writer documents a killed
@@ -399,6 +400,9 @@ enum KillAt {
     /// This long after its temporary file appears (writing, syncing or
     /// renaming).
     AfterTemp(Duration),
+    /// Once its temporary file holds at least this many bytes (mid-write
+    /// whatever the machine's speed).
+    AtBytes(u64),
 }
 
 /// What became of one child export.
@@ -443,6 +447,12 @@ fn run_child(
     }
     let ready = Instant::now();
     let temp_exists = || temporaries(path, Some(pid)).is_ok_and(|t| !t.is_empty());
+    let temp_bytes = || {
+        temporaries(path, Some(pid))
+            .ok()
+            .and_then(|t| t.first().and_then(|p| std::fs::metadata(p).ok()))
+            .map_or(0, |m| m.len())
+    };
     let mut to_temp = None;
     let mut exited = None;
     // Watch for the temporary until the kill is due or the child exits.
@@ -464,6 +474,7 @@ fn run_child(
             (KillAt::AfterReady(_), _) => deadline,
             (KillAt::AfterTemp(d), Some(t)) => Some(ready + t + d),
             (KillAt::AfterTemp(_), None) => None,
+            (KillAt::AtBytes(n), _) => (temp_bytes() >= n).then_some(now),
         };
         if due.is_some_and(|due| now >= due) {
             break;
@@ -552,7 +563,7 @@ fn soak_kill(cfg: &Config, dir: &Path, report: &mut Report) -> Result<()> {
     }
     let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     report.figure(format!(
-        "kill: an export ({:.1} MB file) takes up to {:.0} ms after the child is ready, {:.0} ms of it from the temporary's creation; even kills land uniformly in the first, odd ones in the second",
+        "kill: an export ({:.1} MB file) takes up to {:.0} ms after the child is ready, {:.0} ms of it from the temporary's creation; kills land uniformly in the first, the second, or the bytes written",
         file_bytes as f64 / 1e6,
         export_time.as_secs_f64() * 1e3,
         write_time.as_secs_f64() * 1e3
@@ -562,10 +573,10 @@ fn soak_kill(cfg: &Config, dir: &Path, report: &mut Report) -> Result<()> {
     let (mut survived, mut completed, mut mid_write, mut litter, mut replaced) = (0, 0, 0, 0, 0);
     for k in 0..cfg.kills {
         let gen = k as u32 + 1;
-        let at = if k % 2 == 0 {
-            KillAt::AfterReady(export_time.mul_f64(rng.next_f64()))
-        } else {
-            KillAt::AfterTemp(write_time.mul_f64(rng.next_f64()))
+        let at = match k % 3 {
+            0 => KillAt::AfterReady(export_time.mul_f64(rng.next_f64())),
+            1 => KillAt::AfterTemp(write_time.mul_f64(rng.next_f64())),
+            _ => KillAt::AtBytes(1 + (rng.next_f64() * (file_bytes - 1) as f64) as u64),
         };
         let run = match run_child(&exe, &path, gen, cfg.mb, at) {
             Ok(r) => r,

@@ -4,6 +4,9 @@
 //! an abort, a hang or a wrong answer.
 
 mod forge;
+// The counting global allocator of the export tests, for this binary too.
+#[path = "export/alloc_counter.rs"]
+mod alloc_counter;
 
 use ciborium::Value;
 use forge::*;
@@ -460,6 +463,29 @@ fn states_that_decode_to_absurd_parameters_are_refused() {
     }
 }
 
+/// Found by the `import` fuzz target: a Quantize of a declared
+/// `[1, 2^30]` input computed its packed width as `k * bits` in i32, which
+/// overflowed (a panic with overflow checks, a wrong shape without).
+#[test]
+fn quantize_of_a_huge_declared_width_does_not_overflow() {
+    let state = map(&[
+        ("group_size", int(64)),
+        ("bits", int(8)),
+        ("mode", text("Affine")),
+        ("dequantize", Value::Bool(false)),
+    ]);
+    let bytes = single_entry(
+        "Quantize",
+        state,
+        vec![spec(&[1, 1 << 30], "float32")],
+        spec(&[1, 1 << 28], "uint32"),
+    );
+    // Import checks the recorded specs (where it overflowed); the call
+    // without the 4 GiB input is then refused.
+    let e = run_err(&bytes, &[]);
+    assert_has(&e, &["no exported signature matches"]);
+}
+
 #[test]
 fn gather_with_out_of_range_indices_is_an_error() {
     // x[i] for x: float32 [4] and indices read from the call's input.
@@ -790,4 +816,59 @@ fn a_kernel_returning_data_past_its_buffer_is_an_error() {
             "buffer of 4",
         ],
     );
+}
+
+/// Refusals happen before the allocation they prevent: importing, calling
+/// and evaluating each of these sub-kilobyte native files, which describe
+/// megabytes to terabytes, allocates no block larger than 64 KiB on the
+/// calling thread (the file's own copy included) before the `Err`.
+#[test]
+fn refusals_allocate_no_more_than_the_file_warrants() {
+    let small = ImportOptions {
+        max_intermediate_bytes: 1 << 20,
+        ..Default::default()
+    };
+    let default = ImportOptions::default();
+    let cases: Vec<(&str, Vec<u8>, Vec<Array>, &ImportOptions)> = vec![
+        // A constant that claims 4 MiB of a 64-byte data section.
+        (
+            "constant past the end",
+            constant_file("float32", &[1 << 20], 0, 4 << 20, &[0u8; 64]),
+            vec![f32s(1 << 20)],
+            &small,
+        ),
+        // Outputs of 64 MiB to 8 TiB, under a 1 MiB cap and the default one.
+        (
+            "broadcast",
+            broadcast_file(&[1 << 24]),
+            vec![f32s(1)],
+            &small,
+        ),
+        (
+            "random bits",
+            random_bits_file(&[1 << 30, 1 << 11], 4, "uint32"),
+            vec![key()],
+            &default,
+        ),
+        ("arange", arange_file((1u64 << 22) as f64), vec![], &small),
+        (
+            "pad",
+            pad_file(1 << 24),
+            vec![f32s(1), Array::scalar(0f32)],
+            &small,
+        ),
+    ];
+    for (name, bytes, args, opts) in cases {
+        assert!(
+            bytes.len() < 1024,
+            "{name}: the file is {} bytes",
+            bytes.len()
+        );
+        let (e, largest) = alloc_counter::largest_allocation(|| run_err_with(&bytes, &args, opts));
+        assert!(!e.is_empty(), "{name}");
+        assert!(
+            largest <= 64 << 10,
+            "{name}: allocated {largest} bytes before refusing ({e})"
+        );
+    }
 }

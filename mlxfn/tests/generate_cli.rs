@@ -111,3 +111,49 @@ fn missing_folder_fails_with_a_message() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not a directory"), "{err}");
 }
+
+/// The README's first command, on the committed model: greedy and seeded
+/// sampling (temperature 0.7, seed 1, as the README runs it) give the token
+/// ids mlx-lm generates from the model's source weights
+/// (tests/fixtures/tiny_story/generate.py).
+#[test]
+fn readme_model_generates_mlx_lm_tokens() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let want = json(root.join("tests/fixtures/tiny_story/expected.json"));
+    let model = root.join("models/tiny-story");
+    for (key, extra) in [
+        ("greedy", vec![]),
+        (
+            "sampled_temp_0.7_seed_1",
+            vec!["--temp", "0.7", "--seed", "1"],
+        ),
+    ] {
+        let mut args = vec![
+            "generate",
+            model.to_str().unwrap(),
+            "--prompt",
+            want["prompt"].as_str().unwrap(),
+            "--max-tokens",
+            "80",
+            "--json",
+        ];
+        args.extend(extra);
+        let o = mlxfn(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(ids(&v["prompt_tokens"]), ids(&want["prompt_ids"]), "{key}");
+        assert_eq!(ids(&v["tokens"]), ids(&want[key]), "{key}");
+    }
+    let greedy = mlxfn(&[
+        "generate",
+        model.to_str().unwrap(),
+        "--prompt",
+        "Phileas Fogg",
+        "--max-tokens",
+        "80",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&greedy.stdout).trim_end(),
+        want["greedy_text"].as_str().unwrap().trim_end()
+    );
+}

@@ -35,3 +35,24 @@ fn errors_name_the_problem() {
     assert!(e.contains("needs 8 data bytes"), "{e}");
     assert_eq!(Dtype::Float32, a.dtype());
 }
+
+/// Found by the `npy` and `call_inputs` fuzz targets: a header whose descr
+/// is empty, or starts with a multi-byte character, panicked while being
+/// split at its first byte.
+#[test]
+fn empty_and_non_ascii_descrs_are_refused() {
+    for descr in ["", "\u{e9}4", "<", "\u{1F600}"] {
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (1, 3), }}");
+        let mut header = dict.into_bytes();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(b' ');
+        }
+        header.push(b'\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(&header);
+        bytes.extend_from_slice(&[0u8; 12]);
+        let e = io::load_npy_bytes(&bytes, "d.npy").unwrap_err().to_string();
+        assert!(e.contains("d.npy"), "{descr:?}: {e}");
+    }
+}

@@ -140,6 +140,19 @@ impl Array {
         }))
     }
 
+    /// [`Array::from_data`] without its check, for data the library built
+    /// itself and knows fits (the fused executor's chunk views, where a
+    /// bool check would rescan the whole input for every chunk).
+    pub(crate) fn from_data_unchecked(data: Data, spec: Spec) -> Array {
+        debug_assert!(
+            spec.dtype == Dtype::Bool || data.check_fits(&spec.shape, spec.dtype).is_ok()
+        );
+        Array(Arc::new(ArrayInner {
+            spec,
+            state: Mutex::new(State::Ready(data)),
+        }))
+    }
+
     /// A placeholder standing for a traced function's input.
     pub fn placeholder(shape: &[i32], dtype: Dtype) -> Array {
         Array(Arc::new(ArrayInner {

@@ -30,12 +30,14 @@ fn descr(d: Dtype) -> &'static str {
 
 /// (dtype, big_endian) for a numpy type string.
 fn parse_descr(s: &str) -> Option<(Dtype, bool)> {
-    let (order, code) = s.split_at(1);
-    let big = match order {
-        "<" | "|" | "=" => false,
-        ">" => true,
+    // By characters: the descr may be empty or start with any character.
+    let mut chars = s.chars();
+    let big = match chars.next()? {
+        '<' | '|' | '=' => false,
+        '>' => true,
         _ => return None,
     };
+    let code = chars.as_str();
     let d = match code {
         "b1" => Dtype::Bool,
         "u1" => Dtype::Uint8,

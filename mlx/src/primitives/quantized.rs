@@ -182,7 +182,9 @@ impl Primitive for Quantize {
             ));
         }
         let mut wq = w.shape.clone();
-        wq[nd - 1] = k * self.bits / 32;
+        // In i64: k * bits overflows i32 for k past 2^28 (the result, k / 4 at
+        // most, fits).
+        wq[nd - 1] = (k as i64 * self.bits as i64 / 32) as i32;
         let mut s = w.shape.clone();
         s[nd - 1] = k / self.group_size;
         Ok(vec![

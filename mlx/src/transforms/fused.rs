@@ -8,8 +8,8 @@
 //! writers refuse a node they cannot name.
 
 use crate::array::Data;
-use crate::layout::gather_range;
 use crate::buffer::Buffer;
+use crate::layout::gather_range;
 use crate::primitive::{ChunkRef, MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::{Array, Error, Result};
 use rayon::prelude::*;
@@ -227,7 +227,7 @@ impl Fused {
 fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
     let spec = Spec::new([len as i32], a.dtype());
     if d.strides.iter().all(|&s| s == 0) {
-        return Array::from_data(
+        return Array::from_data_unchecked(
             Data {
                 buffer: d.buffer.clone(),
                 strides: vec![0],
@@ -237,7 +237,7 @@ fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
         );
     }
     if d.is_row_contiguous(a.shape()) {
-        return Array::from_data(
+        return Array::from_data_unchecked(
             Data {
                 buffer: d.buffer.clone(),
                 strides: vec![1],
@@ -255,7 +255,7 @@ fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
         4 => gather_range::<u32>(d, shape, start, buf.as_mut_slice().expect("heap buffer")),
         _ => gather_range::<u64>(d, shape, start, buf.as_mut_slice().expect("heap buffer")),
     }
-    Array::from_data(Data::contiguous(buf, &[len as i32]), spec)
+    Array::from_data_unchecked(Data::contiguous(buf, &[len as i32]), spec)
 }
 
 impl Primitive for Fused {
@@ -322,7 +322,7 @@ impl Primitive for Fused {
                 let spec = &specs[k];
                 let d = p.eval(&args, std::slice::from_ref(spec))?;
                 args.clear();
-                results[k] = Some(Array::from_data(
+                results[k] = Some(Array::from_data_unchecked(
                     d.into_iter().next().expect("one output"),
                     spec.clone(),
                 ));
