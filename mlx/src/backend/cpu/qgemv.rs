@@ -147,15 +147,19 @@ struct Args<'a, S> {
 fn permute(x: &[f32], bits: usize) -> Vec<f32> {
     let per = 32 / bits;
     let block = LANES * per;
+    let scales: Vec<f32> = (0..per)
+        .map(|j| {
+            if j + 1 < per {
+                (-((bits * j) as f32)).exp2()
+            } else {
+                1.0
+            }
+        })
+        .collect();
     let mut xp = vec![0f32; x.len()];
     for (src, dst) in x.chunks_exact(block).zip(xp.chunks_exact_mut(block)) {
         for i in 0..LANES {
-            for j in 0..per {
-                let scale = if j + 1 < per {
-                    (-((bits * j) as f32)).exp2()
-                } else {
-                    1.0
-                };
+            for (j, &scale) in scales.iter().enumerate() {
                 dst[j * LANES + i] = src[i * per + j] * scale;
             }
         }

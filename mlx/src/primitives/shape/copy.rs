@@ -191,6 +191,14 @@ pub(crate) fn writable_copy(owner: &crate::Array, spec: &Spec) -> Result<Buffer>
         return Ok(b);
     }
     let d = owner.data()?;
+    if d.is_row_contiguous(&spec.shape) {
+        // One memcpy (a decode step copies every KV cache it updates).
+        let (start, len) = (
+            d.offset * spec.dtype.size(),
+            spec.size() * spec.dtype.size(),
+        );
+        return Ok(Buffer::from_bytes(&d.buffer.bytes()[start..start + len]));
+    }
     let c = contiguous_copy(&d, spec);
     Ok(std::sync::Arc::try_unwrap(c.buffer).unwrap_or_else(|b| Buffer::from_bytes(b.bytes())))
 }
