@@ -18,6 +18,23 @@ pub fn npy(rel: &str) -> Array {
     mlx::io::load_npy(fixture(rel)).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Loads `tests/fixtures/<stem>.npy`, or `<stem>_bf16bits.npy` (bfloat16
+/// stored as its uint16 bits, which `.npy` has no type for) as bfloat16.
+pub fn npy_or_bf16bits(stem: &str) -> Array {
+    let bits = fixture(&format!("{stem}_bf16bits.npy"));
+    if !bits.exists() {
+        return npy(&format!("{stem}.npy"));
+    }
+    let a = mlx::io::load_npy(bits).unwrap_or_else(|e| panic!("{e}"));
+    let v: Vec<half::bf16> = a
+        .to_vec::<u16>()
+        .unwrap()
+        .into_iter()
+        .map(half::bf16::from_bits)
+        .collect();
+    Array::from_slice(&v, a.shape()).unwrap()
+}
+
 /// The elements as f64 (any real dtype; bf16 stored as uint16 is not converted).
 pub fn as_f64(a: &Array) -> Vec<f64> {
     let a = if a.dtype() == Dtype::Float64 {

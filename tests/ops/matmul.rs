@@ -388,3 +388,21 @@ proptest! {
         prop_assert_eq!(got, naive(&av, &bv, None, 1, 1, k, n, 1.0, 0.0));
     }
 }
+
+/// bfloat16 and float16 products sum in MLX's order (f32, one accumulator per
+/// output in k order, products rounded before they are added, one rounding
+/// to the half type), bit for bit: tests/fixtures/half_matmul/generate.py
+/// exports a batch-1 linear layer, batched and broadcast products, addmm
+/// with alpha and beta, a 9-row product, and rows that cancel so that any
+/// other summation order gives other numbers, from MLX 0.32.4 on CPU.
+#[test]
+fn half_precision_products_match_mlx_bit_for_bit() {
+    let f = mlx::import_function(common::fixture("half_matmul/matmul.mlxfn")).unwrap();
+    let arr = |name: &str| common::npy_or_bf16bits(&format!("half_matmul/{name}"));
+    let args: Vec<Array> = (0..8).map(|i| arr(&format!("in{i}"))).collect();
+    let out = f.call(&args).unwrap();
+    assert_eq!(out.len(), 8);
+    for (i, got) in out.iter().enumerate() {
+        common::assert_bits_eq(got, &arr(&format!("out{i}")));
+    }
+}

@@ -321,21 +321,7 @@ fn softmax_rows_sum_to_one_and_handle_infinities() {
 #[test]
 fn float_sums_match_mlx_order_bit_for_bit() {
     let f = mlx::import_function(common::fixture("reduce_order/order.mlxfn")).unwrap();
-    let arr = |name: &str| {
-        let bf = common::fixture(&format!("reduce_order/{name}_bf16bits.npy"));
-        if bf.exists() {
-            let a = mlx::io::load_npy(bf).unwrap();
-            let v: Vec<bf16> = a
-                .to_vec::<u16>()
-                .unwrap()
-                .into_iter()
-                .map(bf16::from_bits)
-                .collect();
-            Array::from_slice(&v, a.shape()).unwrap()
-        } else {
-            npy(&format!("reduce_order/{name}.npy"))
-        }
-    };
+    let arr = |name: &str| common::npy_or_bf16bits(&format!("reduce_order/{name}"));
     let args: Vec<Array> = (0..6).map(|i| arr(&format!("in{i}"))).collect();
     let out = f.call(&args).unwrap();
     assert_eq!(out.len(), 7);

@@ -2,12 +2,11 @@
 //!
 //! Operands are read in place through their strides (a transposed view
 //! costs nothing; a broadcast batch has stride 0). f32, f64, f16 and
-//! complex64 go to `gemm` directly; bfloat16 is computed in f32 panels and
-//! rounded once at the end. Large products use every rayon thread inside
+//! complex64 go to `gemm` directly; bfloat16 and float16 go to
+//! [`half_gemm`](super::half_gemm), which sums in MLX's order. Large products use every rayon thread inside
 //! one `gemm` call; many small ones are spread over the batch instead.
 
 use crate::array::Data;
-use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::copy::for_each_row;
 use crate::backend::cpu::num::Num;
 use crate::buffer::Buffer;
@@ -69,13 +68,13 @@ pub fn addmm(
             beta as f64,
             out_shape,
         ),
-        Dtype::Float16 => run::<f16>(
-            &mut buf,
+        Dtype::Float16 => super::half_gemm::addmm(
+            buf.as_mut_slice::<f16>().expect("heap buffer"),
             &a,
             &b,
             c.as_ref(),
-            f16::from_f32(alpha),
-            f16::from_f32(beta),
+            alpha,
+            beta,
             out_shape,
         ),
         Dtype::Complex64 => run::<Complex64>(
@@ -87,44 +86,17 @@ pub fn addmm(
             Complex64::new(beta, 0.0),
             out_shape,
         ),
-        Dtype::Bfloat16 => {
-            // gemm has no bf16 kernel: widen the operands (broadcast batches
-            // stay unexpanded), multiply in f32, round once.
-            let (a32, a_strides) = widen::<bf16>(a.data, a.shape);
-            let (b32, b_strides) = widen::<bf16>(b.data, b.shape);
-            let c32 = c.as_ref().map(|c| widen::<bf16>(c.data, c.shape));
-            let a_data = f32_data(a32, a_strides);
-            let b_data = f32_data(b32, b_strides);
-            let c_data = c32.map(|(v, s)| f32_data(v, s));
-            let mut out32 = Buffer::zeroed(size * 4);
-            run::<f32>(
-                &mut out32,
-                &MatrixView {
-                    data: &a_data,
-                    shape: a.shape,
-                },
-                &MatrixView {
-                    data: &b_data,
-                    shape: b.shape,
-                },
-                c_data
-                    .as_ref()
-                    .map(|d| MatrixView {
-                        data: d,
-                        shape: out_shape,
-                    })
-                    .as_ref(),
-                alpha,
-                beta,
-                out_shape,
-            );
-            let src = out32.as_slice::<f32>();
-            let dst = buf.as_mut_slice::<bf16>().expect("heap buffer");
-            dst.par_iter_mut()
-                .with_min_len(1 << 14)
-                .zip(src.par_iter())
-                .for_each(|(o, &x)| *o = bf16::from_f32(x));
-        }
+        // gemm's f16 kernel and a widened f32 product round differently
+        // from MLX; half types take MLX's own order.
+        Dtype::Bfloat16 => super::half_gemm::addmm(
+            buf.as_mut_slice::<bf16>().expect("heap buffer"),
+            &a,
+            &b,
+            c.as_ref(),
+            alpha,
+            beta,
+            out_shape,
+        ),
         other => {
             return Err(Error::invalid(
                 "Matmul",
@@ -171,41 +143,8 @@ fn one_row_gemv(
     true
 }
 
-/// Data over a fresh f32 buffer with the given strides.
-fn f32_data(v: Vec<f32>, strides: Vec<isize>) -> Data {
-    Data {
-        buffer: std::sync::Arc::new(Buffer::from_slice(&v)),
-        strides,
-        offset: 0,
-    }
-}
-
-/// The view converted to f32: axes with stride 0 are kept unexpanded
-/// (stride 0 in the result), the rest is copied row-major.
-fn widen<T: Element + Cast>(data: &Data, shape: &[i32]) -> (Vec<f32>, Vec<isize>) {
-    let compact: Vec<i32> = shape
-        .iter()
-        .zip(&data.strides)
-        .map(|(&d, &s)| if s == 0 { 1 } else { d })
-        .collect();
-    let src = data.buffer.as_slice::<T>();
-    let mut out = Vec::with_capacity(compact.iter().map(|&d| d as usize).product());
-    for_each_row(&compact, &data.strides, data.offset, |base, len, stride| {
-        for i in 0..len as isize {
-            out.push(src[(base + i * stride) as usize].cast::<f32>());
-        }
-    });
-    let mut strides = crate::array::row_major_strides(&compact);
-    for (s, &d) in strides.iter_mut().zip(&data.strides) {
-        if d == 0 {
-            *s = 0;
-        }
-    }
-    (out, strides)
-}
-
 /// Element offsets of every batch entry, in row-major batch order.
-fn batch_offsets(batch: &[i32], strides: &[isize], offset: usize) -> Vec<isize> {
+pub(super) fn batch_offsets(batch: &[i32], strides: &[isize], offset: usize) -> Vec<isize> {
     let mut out = Vec::with_capacity(batch.iter().map(|&d| d as usize).product());
     if batch.is_empty() {
         out.push(offset as isize);

@@ -8,6 +8,7 @@ pub mod factor;
 pub mod fast;
 pub mod fft;
 pub mod gemv;
+pub mod half_gemm;
 pub mod indexing;
 pub mod math;
 pub mod matmul;
