@@ -16,6 +16,7 @@
 
 use super::matmul::{batch_offsets, MatrixView};
 use super::num::Float;
+use half::{bf16, f16};
 use rayon::prelude::*;
 
 /// Columns per panel (two 8-lane vectors).
@@ -27,7 +28,7 @@ const PAR_WORK: usize = 1 << 18;
 
 /// `dst = alpha * (a @ b) + beta * c` over the last two axes, batched over the
 /// leading ones; `dst` is row-major `out_shape`. Without `c`, beta is ignored.
-pub fn addmm<T: Float>(
+pub fn addmm<T: Half>(
     dst: &mut [T],
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
@@ -61,9 +62,18 @@ pub fn addmm<T: Float>(
     let task = |t: usize| -> Vec<f32> {
         let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
         let width = BLOCK.min(n - j0);
+        let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
+        if m == 1 && b_rs == 1 && width == BLOCK {
+            if let Some(sums) = row_times_rows(b_src, k, row, &lhs[e * k..(e + 1) * k]) {
+                return sums.to_vec();
+            }
+        }
         let mut panel = vec![0f32; k * BLOCK];
+        if b_rs == 1 && width == BLOCK && transpose_widen(b_src, k, row, &mut panel) {
+            return sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k);
+        }
         for jj in 0..width {
-            let base = b_off[e] + (j0 + jj) as isize * b_cs;
+            let base = row(jj);
             for (kk, p) in panel.iter_mut().skip(jj).step_by(BLOCK).enumerate() {
                 *p = b_src[(base + kk as isize * b_rs) as usize].to_f32();
             }
@@ -72,7 +82,11 @@ pub fn addmm<T: Float>(
     };
     let tasks = a_off.len() * blocks;
     let sums: Vec<Vec<f32>> = if a_off.len() * m * n * k >= PAR_WORK {
-        (0..tasks).into_par_iter().with_min_len(4).map(task).collect()
+        (0..tasks)
+            .into_par_iter()
+            .with_min_len(4)
+            .map(task)
+            .collect()
     } else {
         (0..tasks).map(task).collect()
     };
@@ -134,4 +148,185 @@ fn widened<T: Float>(c: &MatrixView<'_>, out_shape: &[i32]) -> Vec<f32> {
         out.extend((0..len as isize).map(|j| src[(base + j * s) as usize].to_f32()));
     });
     out
+}
+
+/// bfloat16 and float16: the element types this module multiplies.
+#[cfg(target_arch = "x86_64")]
+pub trait Half: Float + lanes::Widen8 {}
+/// bfloat16 and float16: the element types this module multiplies.
+#[cfg(not(target_arch = "x86_64"))]
+pub trait Half: Float {}
+impl Half for bf16 {}
+impl Half for f16 {}
+
+/// Fills `panel` (`k x BLOCK`, k-major) with the f32 values of `BLOCK` rows
+/// of `src` that are contiguous along k, row `jj` starting at `row(jj)`,
+/// eight by eight through in-register transposes. False (and `panel`
+/// untouched) when the CPU lacks the instructions.
+fn transpose_widen<T: Half>(
+    src: &[T],
+    k: usize,
+    row: impl Fn(usize) -> isize,
+    panel: &mut [f32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_fma() && is_x86_feature_detected!("f16c") {
+        // SAFETY: the CPU has AVX2 and F16C (checked just above).
+        unsafe { lanes::pack::<T>(src, k, row, panel) };
+        return true;
+    }
+    let _ = (src, k, row, panel);
+    false
+}
+
+/// `x . row(jj)` for the `BLOCK` rows (contiguous along k) a batch-1 layer
+/// `x @ W.T` reads, without a panel: each 8 x 8 block is transposed in
+/// registers and added in k order. None when the CPU lacks the instructions.
+fn row_times_rows<T: Half>(
+    src: &[T],
+    k: usize,
+    row: impl Fn(usize) -> isize,
+    x: &[f32],
+) -> Option<[f32; BLOCK]> {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_fma() && is_x86_feature_detected!("f16c") {
+        // SAFETY: the CPU has AVX2 and F16C (checked just above).
+        return Some(unsafe { lanes::dot16::<T>(src, k, row, x) });
+    }
+    let _ = (src, k, row, x);
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+mod lanes {
+    use super::BLOCK;
+    use std::arch::x86_64::*;
+
+    /// Eight values at a pointer as f32 vector lanes.
+    pub trait Widen8: super::Float {
+        /// # Safety
+        /// `p..p + 8` must be readable; the caller's target features must
+        /// cover the instructions (AVX2, and F16C for float16).
+        unsafe fn widen8(p: *const Self) -> __m256;
+    }
+
+    impl Widen8 for half::bf16 {
+        /// A bfloat16 is the top half of an f32.
+        #[inline(always)]
+        unsafe fn widen8(p: *const Self) -> __m256 {
+            let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+            _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+        }
+    }
+
+    impl Widen8 for half::f16 {
+        #[inline(always)]
+        unsafe fn widen8(p: *const Self) -> __m256 {
+            _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+        }
+    }
+
+    /// See [`super::transpose_widen`].
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn pack<T: Widen8>(
+        src: &[T],
+        k: usize,
+        row: impl Fn(usize) -> isize,
+        panel: &mut [f32],
+    ) {
+        assert!(panel.len() >= k * BLOCK);
+        let rows: Vec<&[T]> = (0..BLOCK).map(|jj| &src[row(jj) as usize..][..k]).collect();
+        let full = k / 8 * 8;
+        for half in 0..BLOCK / 8 {
+            let rows = &rows[half * 8..half * 8 + 8];
+            for kk in (0..full).step_by(8) {
+                // SAFETY: kk + 8 <= k = each row's length; the CPU checks
+                // are the caller's.
+                let r: [__m256; 8] = std::array::from_fn(|j| T::widen8(rows[j].as_ptr().add(kk)));
+                let c = transpose8(r);
+                for (i, col) in c.iter().enumerate() {
+                    // SAFETY: (kk + i) * BLOCK + half * 8 + 8 <= k * BLOCK <= panel.len().
+                    _mm256_storeu_ps(panel.as_mut_ptr().add((kk + i) * BLOCK + half * 8), *col);
+                }
+            }
+        }
+        for (jj, r) in rows.iter().enumerate() {
+            for kk in full..k {
+                panel[kk * BLOCK + jj] = r[kk].to_f32();
+            }
+        }
+    }
+
+    /// See [`super::row_times_rows`].
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn dot16<T: Widen8>(
+        src: &[T],
+        k: usize,
+        row: impl Fn(usize) -> isize,
+        x: &[f32],
+    ) -> [f32; BLOCK] {
+        assert!(x.len() >= k);
+        let rows: [&[T]; BLOCK] = std::array::from_fn(|jj| &src[row(jj) as usize..][..k]);
+        let full = k / 8 * 8;
+        // Two independent accumulators (rows 0-7, 8-15) hide the add latency.
+        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for kk in (0..full).step_by(8) {
+            // SAFETY: kk + 8 <= k = each row's length and x's.
+            let a = transpose8(std::array::from_fn(|j| T::widen8(rows[j].as_ptr().add(kk))));
+            let b = transpose8(std::array::from_fn(|j| {
+                T::widen8(rows[8 + j].as_ptr().add(kk))
+            }));
+            for i in 0..8 {
+                let xi = _mm256_set1_ps(*x.get_unchecked(kk + i));
+                lo = _mm256_add_ps(lo, _mm256_mul_ps(xi, a[i]));
+                hi = _mm256_add_ps(hi, _mm256_mul_ps(xi, b[i]));
+            }
+        }
+        let mut out = [0f32; BLOCK];
+        _mm256_storeu_ps(out.as_mut_ptr(), lo);
+        _mm256_storeu_ps(out.as_mut_ptr().add(8), hi);
+        for (o, r) in out.iter_mut().zip(&rows) {
+            for kk in full..k {
+                *o += x[kk] * r[kk].to_f32();
+            }
+        }
+        out
+    }
+
+    /// Rows of an 8 x 8 f32 block to its columns.
+    #[inline(always)]
+    unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(s0, s4),
+            _mm256_permute2f128_ps::<0x20>(s1, s5),
+            _mm256_permute2f128_ps::<0x20>(s2, s6),
+            _mm256_permute2f128_ps::<0x20>(s3, s7),
+            _mm256_permute2f128_ps::<0x31>(s0, s4),
+            _mm256_permute2f128_ps::<0x31>(s1, s5),
+            _mm256_permute2f128_ps::<0x31>(s2, s6),
+            _mm256_permute2f128_ps::<0x31>(s3, s7),
+        ]
+    }
 }
