@@ -13,7 +13,8 @@ import time
 
 import mlx.core as mx
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+# generate.py sits beside this script: Python puts the script's folder on
+# sys.path, and benches/llm.rs, which runs the text with -c, adds it itself.
 from generate import ARGS, SEQ, decode_inputs  # noqa: E402
 
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16, "f16": mx.float16}

@@ -21,8 +21,8 @@ use rayon::prelude::*;
 
 /// Columns per panel (two 8-lane vectors).
 const BLOCK: usize = 16;
-/// Rows of `a` sharing one pass over a panel.
-const ROWS: usize = 4;
+/// Rows of `a` sharing one pass over a panel (12 vector accumulators).
+const ROWS: usize = 6;
 /// Multiply-adds above which the blocks are spread over threads.
 const PAR_WORK: usize = 1 << 18;
 
@@ -112,6 +112,16 @@ fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize) -> Vec<f32> {
     super::simd::with_fma(|| {
         let mut i = 0;
         while i + ROWS <= m {
+            let rows = &lhs[i * k..(i + ROWS) * k];
+            let dst = &mut out[i * BLOCK..(i + ROWS) * BLOCK];
+            #[cfg(target_arch = "x86_64")]
+            if super::simd::has_fma() {
+                // SAFETY: the CPU has AVX2 (checked just above).
+                unsafe { lanes::rows_times_panel(rows, panel, k, dst) };
+                i += ROWS;
+                continue;
+            }
+            let _ = (rows, &dst);
             let mut acc = [[0f32; BLOCK]; ROWS];
             for (kk, p) in panel.chunks_exact(BLOCK).enumerate() {
                 for (r, acc) in acc.iter_mut().enumerate() {
@@ -297,6 +307,34 @@ mod lanes {
             }
         }
         out
+    }
+
+    /// `out (ROWS x BLOCK) = rows (ROWS x k) @ panel (k x BLOCK)`, every sum
+    /// in k order with the product rounded first (as the portable loop).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn rows_times_panel(rows: &[f32], panel: &[f32], k: usize, out: &mut [f32]) {
+        use super::ROWS;
+        assert!(rows.len() >= ROWS * k && panel.len() >= k * BLOCK && out.len() >= ROWS * BLOCK);
+        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+        for kk in 0..k {
+            // SAFETY: kk < k, so kk * BLOCK + 16 <= panel.len() and
+            // r * k + kk < rows.len() (asserted above).
+            let p = panel.as_ptr().add(kk * BLOCK);
+            let (b0, b1) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm256_set1_ps(*rows.get_unchecked(r * k + kk));
+                acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(x, b0));
+                acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(x, b1));
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: r * BLOCK + 16 <= ROWS * BLOCK <= out.len().
+            _mm256_storeu_ps(out.as_mut_ptr().add(r * BLOCK), acc[0]);
+            _mm256_storeu_ps(out.as_mut_ptr().add(r * BLOCK + 8), acc[1]);
+        }
     }
 
     /// Rows of an 8 x 8 f32 block to its columns.
