@@ -406,3 +406,20 @@ fn half_precision_products_match_mlx_bit_for_bit() {
         common::assert_bits_eq(got, &arr(&format!("out{i}")));
     }
 }
+
+/// A half-precision batch-1 product with k = 0 is `beta * c` (or zeros),
+/// as MLX gives, and reads nothing of the empty operands.
+#[test]
+fn half_precision_products_with_empty_k() {
+    for dtype in [Dtype::Bfloat16, Dtype::Float16] {
+        let x = ops::astype(&Array::from_slice::<f32>(&[], &[1, 0]).unwrap(), dtype).unwrap();
+        let w = ops::astype(&Array::from_slice::<f32>(&[], &[20, 0]).unwrap(), dtype).unwrap();
+        let wt = w.transpose(&[1, 0]).unwrap();
+        let got = ops::matmul(&x, &wt).unwrap();
+        assert_eq!(got.shape(), &[1, 20]);
+        assert_eq!(as_f64(&got), vec![0.0; 20]);
+        let c = ops::astype(&Array::from_slice(&[2f32; 20], &[1, 20]).unwrap(), dtype).unwrap();
+        let got = ops::addmm(&c, &x, &wt, 1.0, 0.5).unwrap();
+        assert_eq!(as_f64(&got), vec![1.0; 20]);
+    }
+}

@@ -63,13 +63,15 @@ pub fn addmm<T: Half>(
         let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
         let width = BLOCK.min(n - j0);
         let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
-        if m == 1 && b_rs == 1 && width == BLOCK {
+        // (k = 0 leaves nothing to read: the scalar loop below does nothing.)
+        let rows_along_k = b_rs == 1 && width == BLOCK && k > 0;
+        if m == 1 && rows_along_k {
             if let Some(sums) = row_times_rows(b_src, k, row, &lhs[e * k..(e + 1) * k]) {
                 return sums.to_vec();
             }
         }
         let mut panel = vec![0f32; k * BLOCK];
-        if b_rs == 1 && width == BLOCK && transpose_widen(b_src, k, row, &mut panel) {
+        if rows_along_k && transpose_widen(b_src, k, row, &mut panel) {
             return sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k);
         }
         for jj in 0..width {
