@@ -72,6 +72,10 @@ pub fn conv(
 }
 
 /// A half-type convolution through f32 (rounded once at the end).
+/// im2col elements built at a time (64 MiB of f32): the scratch of a
+/// convolution is bounded whatever its output size.
+const SCRATCH_ELEMS: usize = 1 << 24;
+
 fn half_conv<T: Element + Cast>(
     x: &Data,
     x_shape: &[i32],
@@ -96,29 +100,30 @@ fn half_conv<T: Element + Cast>(
     }
 }
 
-/// For each output position and kernel tap on one axis, the input index or
-/// `None` (padding or a hole of the input dilation).
-#[allow(clippy::too_many_arguments)]
-fn axis_taps(
+/// Where the kernel taps of one spatial axis land in the input. Computed
+/// per tap rather than tabled: a table of output positions x taps can be far
+/// larger than the convolution's operands.
+struct AxisTaps {
     in_len: i64,
-    out_len: i64,
     k_len: i64,
     stride: i64,
     pad_lo: i64,
     kdil: i64,
     idil: i64,
     flip: bool,
-) -> Vec<Option<usize>> {
-    let mut taps = Vec::with_capacity((out_len * k_len) as usize);
-    for o in 0..out_len {
-        for k in 0..k_len {
-            let kk = if flip { k_len - 1 - k } else { k };
-            let pos = o * stride - pad_lo + kk * kdil;
-            let ok = pos >= 0 && pos % idil == 0 && pos / idil < in_len;
-            taps.push(ok.then_some((pos / idil) as usize));
-        }
+}
+
+impl AxisTaps {
+    /// The input index that output position `o` reads through tap `k`, or
+    /// `None` (padding or a hole of the input dilation).
+    #[inline]
+    fn tap(&self, o: usize, k: usize) -> Option<usize> {
+        let k = k as i64;
+        let kk = if self.flip { self.k_len - 1 - k } else { k };
+        let pos = o as i64 * self.stride - self.pad_lo + kk * self.kdil;
+        let ok = pos >= 0 && pos % self.idil == 0 && pos / self.idil < self.in_len;
+        ok.then_some((pos / self.idil) as usize)
     }
-    taps
 }
 
 fn run<T: Element + Cast>(
@@ -139,18 +144,15 @@ fn run<T: Element + Cast>(
     let in_sp: Vec<usize> = x_shape[1..=nd].iter().map(|&d| d as usize).collect();
     let out_sp: Vec<usize> = out_shape[1..=nd].iter().map(|&d| d as usize).collect();
     let k_sp: Vec<usize> = w_shape[1..=nd].iter().map(|&d| d as usize).collect();
-    let taps: Vec<Vec<Option<usize>>> = (0..nd)
-        .map(|a| {
-            axis_taps(
-                in_sp[a] as i64,
-                out_sp[a] as i64,
-                k_sp[a] as i64,
-                p.strides[a] as i64,
-                p.padding_lo[a] as i64,
-                p.kernel_dilation[a] as i64,
-                p.input_dilation[a] as i64,
-                p.flip,
-            )
+    let taps: Vec<AxisTaps> = (0..nd)
+        .map(|a| AxisTaps {
+            in_len: in_sp[a] as i64,
+            k_len: k_sp[a] as i64,
+            stride: p.strides[a] as i64,
+            pad_lo: p.padding_lo[a] as i64,
+            kdil: p.kernel_dilation[a] as i64,
+            idil: p.input_dilation[a] as i64,
+            flip: p.flip,
         })
         .collect();
     let n_out: usize = out_sp.iter().product();
@@ -169,12 +171,22 @@ fn run<T: Element + Cast>(
     }
     let img = acc;
 
+    if cols == 0 {
+        return;
+    }
+    // im2col in blocks of rows, so the scratch stays near SCRATCH_ELEMS
+    // elements (or one row) however large the output is.
+    let chunk = (SCRATCH_ELEMS / cols).clamp(1, rows);
+    let mut scratch = vec![T::default(); chunk * cols];
     for grp in 0..g {
-        // im2col: one row per (batch, output position), columns (taps, channel).
-        let mut col = vec![T::default(); rows * cols];
-        col.par_chunks_mut(cols.max(1))
-            .enumerate()
-            .for_each(|(r, row)| {
+        let wg = &w[grp * cout_g * cols..];
+        for r0 in (0..rows).step_by(chunk) {
+            let nr = chunk.min(rows - r0);
+            let col = &mut scratch[..nr * cols];
+            col.fill(T::default());
+            // im2col: one row per (batch, output position), columns (taps, channel).
+            col.par_chunks_mut(cols).enumerate().for_each(|(ri, row)| {
+                let r = r0 + ri;
                 let b = r / n_out;
                 let mut o = r % n_out;
                 let mut oi = vec![0usize; nd];
@@ -188,7 +200,7 @@ fn run<T: Element + Cast>(
                     for a in (0..nd).rev() {
                         let k = rem % k_sp[a];
                         rem /= k_sp[a];
-                        base = match (base, taps[a][oi[a] * k_sp[a] + k]) {
+                        base = match (base, taps[a].tap(oi[a], k)) {
                             (Some(bs), Some(i)) => Some(bs + i * in_stride[a]),
                             _ => None,
                         };
@@ -198,41 +210,39 @@ fn run<T: Element + Cast>(
                     }
                 }
             });
-        // out[:, grp·cout_g ..] = col (rows × cols) @ w_grpᵀ (cols × cout_g).
-        let wg = &w[grp * cout_g * cols..];
-        let par = if rows * cols * cout_g >= 1 << 18 {
-            Parallelism::Rayon(0)
-        } else {
-            Parallelism::None
-        };
-        if cols == 0 {
-            continue;
-        }
-        // SAFETY: col is rows × cols row-major, wg holds cout_g rows of
-        // `cols` weights, and the output block (rows × cout_g with row
-        // stride c_out at column grp·cout_g) lies inside `out`.
-        unsafe {
-            gemm::gemm(
-                rows,
-                cout_g,
-                cols,
-                out.as_mut_ptr().add(grp * cout_g),
-                1,
-                c_out as isize,
-                false,
-                col.as_ptr(),
-                1,
-                cols as isize,
-                wg.as_ptr(),
-                cols as isize,
-                1,
-                T::default(),
-                T::from_f64(1.0),
-                false,
-                false,
-                false,
-                par,
-            );
+            // out[r0.., grp·cout_g ..] = col (nr × cols) @ w_grpᵀ (cols × cout_g).
+            let par = if nr * cols * cout_g >= 1 << 18 {
+                Parallelism::Rayon(0)
+            } else {
+                Parallelism::None
+            };
+            // SAFETY: col is nr × cols row-major, wg holds cout_g rows of
+            // `cols` weights, and the output block (nr × cout_g with row
+            // stride c_out, from row r0 and column grp·cout_g) lies inside
+            // `out`, which has rows × c_out elements.
+            unsafe {
+                gemm::gemm(
+                    nr,
+                    cout_g,
+                    cols,
+                    out.as_mut_ptr().add(r0 * c_out + grp * cout_g),
+                    1,
+                    c_out as isize,
+                    false,
+                    col.as_ptr(),
+                    1,
+                    cols as isize,
+                    wg.as_ptr(),
+                    cols as isize,
+                    1,
+                    T::default(),
+                    T::from_f64(1.0),
+                    false,
+                    false,
+                    false,
+                    par,
+                );
+            }
         }
     }
 }
