@@ -16,6 +16,8 @@
 
 use super::matmul::{batch_offsets, MatrixView};
 use super::num::Float;
+use crate::buffer::Buffer;
+use crate::Dtype;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -26,9 +28,30 @@ const ROWS: usize = 6;
 /// Multiply-adds above which the blocks are spread over threads.
 const PAR_WORK: usize = 1 << 18;
 
-/// `dst = alpha * (a @ b) + beta * c` over the last two axes, batched over the
-/// leading ones; `dst` is row-major `out_shape`. Without `c`, beta is ignored.
-pub fn addmm<T: Half>(
+/// `out = alpha * (a @ b) + beta * c` over the last two axes, batched over the
+/// leading ones; `out` is a row-major buffer of `out_shape` in `dtype`
+/// (bfloat16; anything else is taken as float16). Without `c`, beta is ignored.
+#[allow(clippy::too_many_arguments)]
+pub fn addmm(
+    out: &mut Buffer,
+    dtype: Dtype,
+    a: &MatrixView<'_>,
+    b: &MatrixView<'_>,
+    c: Option<&MatrixView<'_>>,
+    alpha: f32,
+    beta: f32,
+    out_shape: &[i32],
+) {
+    if dtype == Dtype::Bfloat16 {
+        let dst = out.as_mut_slice::<bf16>().expect("heap buffer");
+        addmm_typed(dst, a, b, c, alpha, beta, out_shape)
+    } else {
+        let dst = out.as_mut_slice::<f16>().expect("heap buffer");
+        addmm_typed(dst, a, b, c, alpha, beta, out_shape)
+    }
+}
+
+fn addmm_typed<T: Half>(
     dst: &mut [T],
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
@@ -182,7 +205,7 @@ fn transpose_widen<T: Half>(
     panel: &mut [f32],
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if super::simd::has_fma() && is_x86_feature_detected!("f16c") {
+    if lanes::available() {
         // SAFETY: the CPU has AVX2 and F16C (checked just above).
         unsafe { lanes::pack::<T>(src, k, row, panel) };
         return true;
@@ -201,7 +224,7 @@ fn row_times_rows<T: Half>(
     x: &[f32],
 ) -> Option<[f32; BLOCK]> {
     #[cfg(target_arch = "x86_64")]
-    if super::simd::has_fma() && is_x86_feature_detected!("f16c") {
+    if lanes::available() {
         // SAFETY: the CPU has AVX2 and F16C (checked just above).
         return Some(unsafe { lanes::dot16::<T>(src, k, row, x) });
     }
@@ -213,6 +236,11 @@ fn row_times_rows<T: Half>(
 mod lanes {
     use super::BLOCK;
     use std::arch::x86_64::*;
+
+    /// Whether the CPU has what the vector paths use (AVX2, F16C).
+    pub fn available() -> bool {
+        super::super::simd::has_fma() && is_x86_feature_detected!("f16c")
+    }
 
     /// Eight values at a pointer as f32 vector lanes.
     pub trait Widen8: super::Float {
@@ -250,7 +278,7 @@ mod lanes {
         panel: &mut [f32],
     ) {
         assert!(panel.len() >= k * BLOCK);
-        let rows: Vec<&[T]> = (0..BLOCK).map(|jj| &src[row(jj) as usize..][..k]).collect();
+        let rows: [&[T]; BLOCK] = std::array::from_fn(|jj| &src[row(jj) as usize..][..k]);
         let full = k / 8 * 8;
         for half in 0..BLOCK / 8 {
             let rows = &rows[half * 8..half * 8 + 8];

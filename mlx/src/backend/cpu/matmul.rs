@@ -12,7 +12,6 @@ use crate::backend::cpu::num::Num;
 use crate::buffer::Buffer;
 use crate::{Complex64, Dtype, Element, Error, Result};
 use gemm::Parallelism;
-use half::{bf16, f16};
 use rayon::prelude::*;
 
 /// Multiply-adds per product above which one `gemm` call is split across threads.
@@ -68,15 +67,6 @@ pub fn addmm(
             beta as f64,
             out_shape,
         ),
-        Dtype::Float16 => super::half_gemm::addmm(
-            buf.as_mut_slice::<f16>().expect("heap buffer"),
-            &a,
-            &b,
-            c.as_ref(),
-            alpha,
-            beta,
-            out_shape,
-        ),
         Dtype::Complex64 => run::<Complex64>(
             &mut buf,
             &a,
@@ -88,15 +78,9 @@ pub fn addmm(
         ),
         // gemm's f16 kernel and a widened f32 product round differently
         // from MLX; half types take MLX's own order.
-        Dtype::Bfloat16 => super::half_gemm::addmm(
-            buf.as_mut_slice::<bf16>().expect("heap buffer"),
-            &a,
-            &b,
-            c.as_ref(),
-            alpha,
-            beta,
-            out_shape,
-        ),
+        Dtype::Float16 | Dtype::Bfloat16 => {
+            super::half_gemm::addmm(&mut buf, dtype, &a, &b, c.as_ref(), alpha, beta, out_shape)
+        }
         other => {
             return Err(Error::invalid(
                 "Matmul",
