@@ -49,6 +49,8 @@ pub struct Generator<'m> {
     produced: usize,
     finish: Option<Finish>,
     progress: Option<Box<dyn FnMut(usize, usize) + 'm>>,
+    /// The seeded generation's own random keys.
+    keys: Option<mlx::random::KeySequence>,
 }
 
 impl<'m> Generator<'m> {
@@ -71,6 +73,7 @@ impl<'m> Generator<'m> {
         options
             .sampling
             .validate(model.metadata().vocab_size.unwrap_or(usize::MAX))?;
+        let seed = options.sampling.seed;
         Ok(Generator {
             model,
             session: model.new_session()?,
@@ -81,6 +84,7 @@ impl<'m> Generator<'m> {
             produced: 0,
             finish: None,
             progress: None,
+            keys: seed.map(mlx::random::KeySequence::new),
         })
     }
 
@@ -102,9 +106,6 @@ impl<'m> Generator<'m> {
     /// Prefills all but the last prompt token; returns that last token.
     fn prefill(&mut self) -> Result<u32> {
         let n = self.prompt.len() - 1;
-        if let Some(s) = self.options.sampling.seed {
-            mlx::random::seed(s);
-        }
         let mut done = 0;
         for b in self.model.blocks(n) {
             self.model
@@ -134,7 +135,8 @@ impl<'m> Generator<'m> {
             return Ok(None);
         }
         let logits = self.model.step(&mut self.session, &[feed])?;
-        let id = sample(&log_probs(&logits)?, &self.options.sampling)?;
+        let key = self.keys.as_mut().map(|k| k.next_key());
+        let id = sample(&log_probs(&logits)?, &self.options.sampling, key.as_ref())?;
         if !self.options.ignore_eos && self.eos.contains(&id) {
             self.finish = Some(Finish::Eos);
             return Ok(None);

@@ -1,7 +1,9 @@
 //! Samplers with mlx-lm's semantics (sample_utils.make_sampler): the same
 //! filters in the same order (top-p, min-p, top-k), each on log-probabilities
-//! in the logits' dtype, then `categorical(logprobs / temp)` from the global
-//! random state, so a seed reproduces mlx-lm's token ids.
+//! in the logits' dtype, then `categorical(logprobs / temp)`. A seeded
+//! generation draws its keys as mlx-lm's global state would after
+//! `mx.random.seed(seed)` (but from a sequence of its own, so generations on
+//! other threads cannot interleave), so a seed reproduces mlx-lm's token ids.
 
 use crate::error::{LlmError, Result};
 use mlx::{ops, random, Array, Dtype};
@@ -17,7 +19,8 @@ pub struct Sampling {
     pub min_p: f64,
     /// Keep the k most likely tokens; off at 0.
     pub top_k: usize,
-    /// Seeds mlx's global random state before the first draw.
+    /// Draw keys as MLX's global generator does after `seed(seed)`, from a
+    /// sequence owned by the generation; `None` draws from the global one.
     pub seed: Option<u64>,
 }
 
@@ -64,8 +67,9 @@ pub fn log_probs(logits: &Array) -> Result<Array> {
     Ok(ops::subtract(logits, &lse)?)
 }
 
-/// One token id from `logprobs` `[1, vocab]`.
-pub fn sample(logprobs: &Array, s: &Sampling) -> Result<u32> {
+/// One token id from `logprobs` `[1, vocab]`; `key` (or, without one, the
+/// global generator) drives the draw when `s.temp` is not zero.
+pub fn sample(logprobs: &Array, s: &Sampling, key: Option<&Array>) -> Result<u32> {
     let token = if s.temp == 0.0 {
         ops::argmax(logprobs, Some(-1), false)?
     } else {
@@ -80,7 +84,7 @@ pub fn sample(logprobs: &Array, s: &Sampling) -> Result<u32> {
             lp = top_k(&lp, s.top_k)?;
         }
         let scaled = ops::multiply(&lp, &scalar(1.0 / s.temp, lp.dtype()))?;
-        random::categorical(&scaled, -1, None, None, None)?
+        random::categorical(&scaled, -1, None, None, key)?
     };
     let id = ops::astype(&token, Dtype::Int32)?.to_vec::<i32>()?;
     Ok(id[0] as u32)

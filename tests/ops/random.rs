@@ -197,6 +197,29 @@ fn global_generator_sequence() {
     assert_bits_eq(&r, &load("global_2"));
 }
 
+#[test]
+fn key_sequence_is_the_seeded_global_sequence_unshared() {
+    // Global draws happen here: hold the lock other global-sequence tests hold.
+    let _rng = common::random_lock();
+    let mut keys = random::KeySequence::new(7);
+    // Draws from the global generator in between must not move the sequence.
+    let _ = random::uniform_unit(&[2], Dtype::Float32, None).unwrap();
+    let u = random::uniform_unit(&[3], Dtype::Float32, Some(&keys.next_key())).unwrap();
+    let _ = random::uniform_unit(&[2], Dtype::Float32, None).unwrap();
+    let n = random::normal(&[4], Dtype::Float32, None, None, Some(&keys.next_key())).unwrap();
+    let r = random::randint(
+        &Array::scalar(0i32),
+        &Array::scalar(100i32),
+        &[2],
+        Dtype::Int32,
+        Some(&keys.next_key()),
+    )
+    .unwrap();
+    assert_bits_eq(&u, &load("global_0"));
+    assert_bits_eq(&n, &load("global_1"));
+    assert_bits_eq(&r, &load("global_2"));
+}
+
 /// Names of the primitives from `a` back to the inputs, depth first.
 fn graph_names(a: &Array) -> Vec<String> {
     let mut out = Vec::new();

@@ -51,13 +51,40 @@ fn next_key() -> Array {
     });
     let (next, sub) = split_now(cur);
     *st = Some(next);
-    Array::from_slice(&[sub.0, sub.1], &[2]).expect("two words")
+    key_array(sub)
+}
+
+fn key_array(words: (u32, u32)) -> Array {
+    Array::from_slice(&[words.0, words.1], &[2]).expect("two words")
+}
+
+/// A generator of its own: the keys the global one gives after
+/// [`seed`]`(seed)`, in the same order, but no other thread's draws can
+/// come between them (a seeded sampler stays reproducible while other
+/// code draws from the global generator).
+#[derive(Debug, Clone)]
+pub struct KeySequence {
+    state: (u32, u32),
+}
+
+impl KeySequence {
+    pub fn new(seed: u64) -> KeySequence {
+        KeySequence {
+            state: key_words(seed),
+        }
+    }
+
+    /// The next key, advancing the sequence as the global generator advances.
+    pub fn next_key(&mut self) -> Array {
+        let (next, sub) = split_now(self.state);
+        self.state = next;
+        key_array(sub)
+    }
 }
 
 /// The key for `seed`: uint32 `[seed >> 32, seed & 0xFFFFFFFF]`.
 pub fn key(seed: u64) -> Array {
-    let (a, b) = key_words(seed);
-    Array::from_slice(&[a, b], &[2]).expect("two words")
+    key_array(key_words(seed))
 }
 
 /// `num` new keys from `key`, as a (num, 2) array.
