@@ -9,9 +9,12 @@ use mlx::{import_function_from_bytes, Array, ImportOptions};
 fuzz_target!(|data: &[u8]| {
     // Outputs past 256 MiB are refused by the cap (a legitimate answer):
     // the default cap (16 GiB) is far above the fuzzer's 2 GiB RSS limit, so
-    // without this a valid graph with a large output counts as a find.
+    // without this a valid graph with a large output counts as a find. The
+    // work cap keeps each call short (a mutated convolution could otherwise
+    // spend a second per input) while every kernel still runs on small shapes.
     let opts = ImportOptions {
         max_intermediate_bytes: 256 << 20,
+        max_work: 1 << 26,
         ..Default::default()
     };
     let Ok(f) = import_function_from_bytes(data.to_vec(), "fuzz-input", &opts) else {
