@@ -35,8 +35,21 @@ impl Deferred {
     }
 
     /// The copied bytes (`nbytes` of them), copying on the first call.
+    ///
+    /// The copy is made before the cell is entered, not inside
+    /// `get_or_init`: the copy runs parallel tasks, and a pool thread
+    /// waiting for them may take up another evaluation that reads this same
+    /// constant, which would then wait for a cell its own thread holds.
+    /// Threads that race here each copy, and all but the first copy are
+    /// dropped.
     pub(super) fn bytes(&self, nbytes: usize) -> &[u8] {
-        let blocks = self.copy.get_or_init(|| self.copy_out(nbytes));
+        let blocks = match self.copy.get() {
+            Some(b) => b,
+            None => {
+                let copy = self.copy_out(nbytes);
+                self.copy.get_or_init(|| copy)
+            }
+        };
         // SAFETY: the blocks hold at least nbytes initialised bytes.
         unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, nbytes) }
     }

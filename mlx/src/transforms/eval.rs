@@ -45,7 +45,30 @@ pub fn eval(outputs: &[Array]) -> Result<()> {
     if is_tracing() {
         return Err(Error::EvalInTrace);
     }
-    for node in &order {
+    run_all(&order)
+}
+
+/// Graphs with at least this many nodes run on a thread of the worker
+/// pool (see [`run_all`]).
+const POOL_NODES: usize = 8;
+
+/// Runs the nodes in order. A kernel's parallel loop started from a thread
+/// outside rayon's pool puts that thread to sleep until the pool has done
+/// the work and wakes it: 17-25 µs a kernel on a 2-core machine, longer
+/// than many kernels of a decode step take. A graph of some size is
+/// therefore run on a pool thread, which takes part in each loop itself:
+/// one hand-over a graph instead of one a kernel. (So no kernel may hold a
+/// lock while it waits for parallel tasks: the waiting thread may take up
+/// another evaluation meanwhile; see `buffer::deferred`.)
+fn run_all(order: &[Arc<Node>]) -> Result<()> {
+    if order.len() >= POOL_NODES && rayon::current_thread_index().is_none() {
+        return rayon::scope(|_| run_nodes(order));
+    }
+    run_nodes(order)
+}
+
+fn run_nodes(order: &[Arc<Node>]) -> Result<()> {
+    for node in order {
         run(node)?;
     }
     Ok(())
