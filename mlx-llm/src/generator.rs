@@ -135,7 +135,9 @@ impl<'m> Generator<'m> {
             return Ok(None);
         }
         let logits = self.model.step(&mut self.session, &[feed])?;
-        let key = self.keys.as_mut().map(|k| k.next_key());
+        // Greedy steps draw nothing (nor does mlx-lm's argmax).
+        let sampled = self.options.sampling.temp != 0.0;
+        let key = self.keys.as_mut().filter(|_| sampled).map(|k| k.next_key());
         let id = sample(&log_probs(&logits)?, &self.options.sampling, key.as_ref())?;
         if !self.options.ignore_eos && self.eos.contains(&id) {
             self.finish = Some(Finish::Eos);
