@@ -423,3 +423,56 @@ fn half_precision_products_with_empty_k() {
         assert_eq!(as_f64(&got), vec![1.0; 20]);
     }
 }
+
+/// `x @ W.T` for one row in MLX's half-precision order, written out: f32
+/// products rounded before each is added, in k order, one rounding at the end.
+fn half_row_reference(x: &[f32], w: &[f32], n: usize, to_half: impl Fn(f32) -> f32) -> Vec<f32> {
+    let k = x.len();
+    (0..n)
+        .map(|j| {
+            let mut acc = 0f32;
+            for (a, b) in x.iter().zip(&w[j * k..(j + 1) * k]) {
+                let p = a * b;
+                acc += p;
+            }
+            to_half(acc)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The batch-1 half-precision paths (rows along k: blocks of 16 rows,
+    /// k taken 16, 8, then 1 at a time; columns contiguous: panels widened
+    /// row by row) against the written-out loop, bit for bit, with values
+    /// whose sums round (not exactly summable ones).
+    #[test]
+    fn half_one_row_products_sum_in_mlx_order(
+        k in 0usize..300, n in 1usize..70, bf in any::<bool>(), w_t in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut g = common::Lcg::new(seed);
+        let (dtype, round): (Dtype, fn(f32) -> f32) = if bf {
+            (Dtype::Bfloat16, |v| half::bf16::from_f32(v).to_f32())
+        } else {
+            (Dtype::Float16, |v| half::f16::from_f32(v).to_f32())
+        };
+        let xv: Vec<f32> = g.uniform(-2.0, 2.0, k).into_iter().map(|v| round(v as f32)).collect();
+        let wv: Vec<f32> = g.uniform(-1.0, 1.0, n * k).into_iter().map(|v| round(v as f32)).collect();
+        let x = ops::astype(&Array::from_slice(&xv, &[1, k as i32]).unwrap(), dtype).unwrap();
+        let w = ops::astype(&Array::from_slice(&wv, &[n as i32, k as i32]).unwrap(), dtype).unwrap();
+        // `x @ W.T` of a row-major `W` (rows along k), or the same values
+        // stored k-major (`x @ W`, columns contiguous).
+        let w = if w_t {
+            w.transpose(&[1, 0]).unwrap()
+        } else {
+            let kn: Vec<f32> = (0..k * n).map(|i| wv[(i % n) * k + i / n]).collect();
+            ops::astype(&Array::from_slice(&kn, &[k as i32, n as i32]).unwrap(), dtype).unwrap()
+        };
+        let got = ops::astype(&ops::matmul(&x, &w).unwrap(), Dtype::Float32).unwrap();
+        let got: Vec<u32> = got.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+        let want: Vec<u32> = half_row_reference(&xv, &wv, n, round).iter().map(|v| v.to_bits()).collect();
+        prop_assert_eq!(got, want);
+    }
+}

@@ -97,6 +97,12 @@ fn addmm_typed<T: Half>(
         if rows_along_k && transpose_widen(b_src, k, row, &mut panel) {
             return sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k);
         }
+        // Columns contiguous (`x @ W`, attention's `scores @ V`): each
+        // panel row is 16 neighbouring values of one row of `b`.
+        let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
+        if b_cs == 1 && width == BLOCK && widen_columns(b_src, k, panel_row, &mut panel) {
+            return sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k);
+        }
         for jj in 0..width {
             let base = row(jj);
             for (kk, p) in panel.iter_mut().skip(jj).step_by(BLOCK).enumerate() {
@@ -214,6 +220,25 @@ fn transpose_widen<T: Half>(
     false
 }
 
+/// Fills `panel` (`k x BLOCK`) with the f32 values of `BLOCK` neighbouring
+/// values at `start(kk)` for each `kk`, widened eight at a time. False (and
+/// `panel` untouched) when the CPU lacks the instructions.
+fn widen_columns<T: Half>(
+    src: &[T],
+    k: usize,
+    start: impl Fn(usize) -> isize,
+    panel: &mut [f32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if lanes::available() {
+        // SAFETY: the CPU has AVX2 and F16C (checked just above).
+        unsafe { lanes::widen_columns::<T>(src, k, start, panel) };
+        return true;
+    }
+    let _ = (src, k, start, panel);
+    false
+}
+
 /// `x . row(jj)` for the `BLOCK` rows (contiguous along k) a batch-1 layer
 /// `x @ W.T` reads, without a panel: each 8 x 8 block is transposed in
 /// registers and added in k order. None when the CPU lacks the instructions.
@@ -248,9 +273,16 @@ mod lanes {
         /// `p..p + 8` must be readable; the caller's target features must
         /// cover the instructions (AVX2, and F16C for float16).
         unsafe fn widen8(p: *const Self) -> __m256;
+
+        /// Whether a 32-bit word holding two values widens to two f32 by
+        /// a shift and a mask, no shuffle (true of bfloat16, the top half
+        /// of an f32).
+        const SPLITS_BY_MASK: bool = false;
     }
 
     impl Widen8 for half::bf16 {
+        const SPLITS_BY_MASK: bool = true;
+
         /// A bfloat16 is the top half of an f32.
         #[inline(always)]
         unsafe fn widen8(p: *const Self) -> __m256 {
@@ -300,6 +332,25 @@ mod lanes {
         }
     }
 
+    /// See [`super::widen_columns`].
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn widen_columns<T: Widen8>(
+        src: &[T],
+        k: usize,
+        start: impl Fn(usize) -> isize,
+        panel: &mut [f32],
+    ) {
+        for (kk, dst) in panel.chunks_exact_mut(BLOCK).take(k).enumerate() {
+            let from = &src[start(kk) as usize..][..BLOCK];
+            // SAFETY: `from` and `dst` hold BLOCK = 16 values each.
+            _mm256_storeu_ps(dst.as_mut_ptr(), T::widen8(from.as_ptr()));
+            _mm256_storeu_ps(dst.as_mut_ptr().add(8), T::widen8(from.as_ptr().add(8)));
+        }
+    }
+
     /// See [`super::row_times_rows`].
     ///
     /// # Safety
@@ -316,7 +367,44 @@ mod lanes {
         let full = k / 8 * 8;
         // Two independent accumulators (rows 0-7, 8-15) hide the add latency.
         let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        for kk in (0..full).step_by(8) {
+        let mut start = 0;
+        if T::SPLITS_BY_MASK {
+            // 16 values of k a row, taken as 8 words of two: one 8 x 8
+            // word transpose per 8 rows gives, per word, the 8 rows'
+            // values at k (low halves) and k + 1 (high halves); a shift and
+            // a mask widen them. A third of the shuffles of widening first.
+            let pairs = k / 16 * 16;
+            let high = _mm256_set1_epi32(0xFFFF_0000u32 as i32);
+            let words = |r: &[T], kk: usize| _mm256_loadu_ps(r.as_ptr().add(kk) as *const f32);
+            for kk in (0..pairs).step_by(16) {
+                // Rows of a decode layer are short (~1-3 KB): the hardware
+                // prefetcher barely starts on one before it ends.
+                for r in &rows {
+                    _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
+                }
+                // SAFETY: kk + 16 <= k = each row's length and x's.
+                let a = transpose8(std::array::from_fn(|j| words(rows[j], kk)));
+                let b = transpose8(std::array::from_fn(|j| words(rows[8 + j], kk)));
+                for i in 0..8 {
+                    let (x0, x1) = (
+                        _mm256_set1_ps(*x.get_unchecked(kk + 2 * i)),
+                        _mm256_set1_ps(*x.get_unchecked(kk + 2 * i + 1)),
+                    );
+                    let (a, b) = (_mm256_castps_si256(a[i]), _mm256_castps_si256(b[i]));
+                    let even = |w| _mm256_castsi256_ps(_mm256_slli_epi32::<16>(w));
+                    let odd = |w| _mm256_castsi256_ps(_mm256_and_si256(w, high));
+                    lo = _mm256_add_ps(lo, _mm256_mul_ps(x0, even(a)));
+                    hi = _mm256_add_ps(hi, _mm256_mul_ps(x0, even(b)));
+                    lo = _mm256_add_ps(lo, _mm256_mul_ps(x1, odd(a)));
+                    hi = _mm256_add_ps(hi, _mm256_mul_ps(x1, odd(b)));
+                }
+            }
+            start = pairs;
+        }
+        for kk in (start..full).step_by(8) {
+            for r in &rows {
+                _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
+            }
             // SAFETY: kk + 8 <= k = each row's length and x's.
             let a = transpose8(std::array::from_fn(|j| T::widen8(rows[j].as_ptr().add(kk))));
             let b = transpose8(std::array::from_fn(|j| {
