@@ -377,11 +377,7 @@ mod lanes {
             let high = _mm256_set1_epi32(0xFFFF_0000u32 as i32);
             let words = |r: &[T], kk: usize| _mm256_loadu_ps(r.as_ptr().add(kk) as *const f32);
             for kk in (0..pairs).step_by(16) {
-                // Rows of a decode layer are short (~1-3 KB): the hardware
-                // prefetcher barely starts on one before it ends.
-                for r in &rows {
-                    _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
-                }
+                prefetch(&rows, kk);
                 // SAFETY: kk + 16 <= k = each row's length and x's.
                 let a = transpose8(std::array::from_fn(|j| words(rows[j], kk)));
                 let b = transpose8(std::array::from_fn(|j| words(rows[8 + j], kk)));
@@ -402,9 +398,7 @@ mod lanes {
             start = pairs;
         }
         for kk in (start..full).step_by(8) {
-            for r in &rows {
-                _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
-            }
+            prefetch(&rows, kk);
             // SAFETY: kk + 8 <= k = each row's length and x's.
             let a = transpose8(std::array::from_fn(|j| T::widen8(rows[j].as_ptr().add(kk))));
             let b = transpose8(std::array::from_fn(|j| {
@@ -452,6 +446,19 @@ mod lanes {
             // SAFETY: r * BLOCK + 16 <= ROWS * BLOCK <= out.len().
             _mm256_storeu_ps(out.as_mut_ptr().add(r * BLOCK), acc[0]);
             _mm256_storeu_ps(out.as_mut_ptr().add(r * BLOCK + 8), acc[1]);
+        }
+    }
+
+    /// Asks for each row's values 128 ahead of `kk` (256 bytes): rows of a
+    /// decode layer are short (~1-3 KB), so the hardware prefetcher barely
+    /// starts on one before it ends. A hint: addresses past a row are fine.
+    ///
+    /// # Safety
+    /// Called from code compiled with AVX2 (SSE prefetch is part of it).
+    #[inline(always)]
+    unsafe fn prefetch<T>(rows: &[&[T]; BLOCK], kk: usize) {
+        for r in rows {
+            _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
         }
     }
 
