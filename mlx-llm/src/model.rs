@@ -21,6 +21,18 @@ pub struct Session {
     size: usize,
 }
 
+impl Session {
+    /// The cache arrays, in the export's input order.
+    pub fn cache(&self) -> &[Array] {
+        &self.cache
+    }
+
+    /// Tokens the cache holds.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+}
+
 impl Model {
     /// Imports `path` and checks that it follows the LLM convention.
     pub fn load(path: &Path) -> Result<Model> {
@@ -159,22 +171,42 @@ impl Model {
         let mut args = Vec::with_capacity(2 + s.cache.len());
         args.push(Array::from_slice(&ids, &[1, ids.len() as i32])?);
         args.push(Array::scalar(s.offset as i32));
-        args.extend(s.cache.iter().cloned());
-        let mut out = self.func.call(&args)?;
-        if out.len() != 1 + s.cache.len() {
+        // The cache is moved in, not cloned: once `args` is dropped the step's
+        // graph holds the only reference, so each cache update writes into
+        // the old buffer instead of copying the whole cache every token.
+        args.append(&mut s.cache);
+        let mut out = match self.func.call(&args) {
+            Ok(out) => out,
+            Err(e) => {
+                s.cache = args.split_off(2);
+                return Err(e.into());
+            }
+        };
+        if out.len() != 1 + args.len() - 2 {
+            let msg = format!(
+                "a step returned {} arrays, expected logits and {} cache arrays",
+                out.len(),
+                args.len() - 2
+            );
+            s.cache = args.split_off(2);
             return Err(LlmError::NotAnLlmExport {
                 path: self.path.clone(),
-                msg: format!(
-                    "a step returned {} arrays, expected logits and {} cache arrays",
-                    out.len(),
-                    s.cache.len()
-                ),
+                msg,
             });
         }
-        mlx::eval(&out)?;
-        s.cache = out.split_off(1);
+        drop(args);
+        // Held before evaluating, so a failed evaluation leaves the session
+        // with the step's arrays rather than none; an input buffer the step
+        // wrote in place cannot be read again, so such a session is not
+        // resumable: start a new one.
+        let logits = out.remove(0);
+        s.cache = out;
+        let mut all = Vec::with_capacity(1 + s.cache.len());
+        all.push(logits.clone());
+        all.extend(s.cache.iter().cloned());
+        mlx::eval(&all)?;
         s.offset = end;
-        Ok(out.pop().expect("one logits array"))
+        Ok(logits)
     }
 
     /// The block lengths to feed `n` prompt tokens: largest trace first.

@@ -133,3 +133,31 @@ fn every_fixture_has_a_test() {
         }
     }
 }
+
+/// A decode step moves the session's cache into the call, so the step's
+/// cache update writes into the previous step's buffer: the KV arrays after
+/// a step start at the same addresses as before it (a copy would not).
+#[test]
+fn a_decode_step_updates_the_kv_cache_in_place() {
+    let llm = Llm::load(&fixture("llama_f32")).unwrap();
+    let model = llm.model();
+    let mut s = model.new_session().unwrap();
+    let address = |a: &mlx::Array| a.data().unwrap().buffer.bytes().as_ptr() as usize;
+    // Two steps first: the session's initial zeros may be shared or broadcast.
+    model.step(&mut s, &[3, 5, 7, 2, 4, 6, 8, 9]).unwrap();
+    model.step(&mut s, &[11]).unwrap();
+    let before: Vec<usize> = s.cache().iter().map(address).collect();
+    let logits = model.step(&mut s, &[13]).unwrap();
+    assert_eq!(s.offset(), 10);
+    assert!(logits
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|v| v.is_finite()));
+    let after: Vec<usize> = s.cache().iter().map(address).collect();
+    assert!(!before.is_empty());
+    assert_eq!(
+        before, after,
+        "every cache array was copied, not updated in place"
+    );
+}

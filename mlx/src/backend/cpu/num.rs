@@ -340,9 +340,13 @@ pub trait Float: Num + PartialOrd {
 }
 
 impl Float for f32 {
+    // Inlined always: kernels compiled for AVX2 call these per element, and
+    // an out-of-line call there spills every vector register.
+    #[inline(always)]
     fn to_f32(self) -> f32 {
         self
     }
+    #[inline(always)]
     fn from_f32(x: f32) -> Self {
         x
     }
@@ -358,9 +362,11 @@ impl Float for f32 {
 }
 
 impl Float for f64 {
+    #[inline(always)]
     fn to_f32(self) -> f32 {
         self as f32
     }
+    #[inline(always)]
     fn from_f32(x: f32) -> Self {
         x as f64
     }
@@ -378,7 +384,9 @@ impl Float for f64 {
 macro_rules! half_float {
     ($($t:ty => $round:path),*) => {$(
         impl Float for $t {
+            #[inline(always)]
             fn to_f32(self) -> f32 { <$t>::to_f32(self) }
+            #[inline(always)]
             fn from_f32(x: f32) -> Self { $round(x) }
             fn map(self, f: impl Fn(f32) -> f32, _g: impl Fn(f64) -> f64) -> Self {
                 $round(f(<$t>::to_f32(self)))
