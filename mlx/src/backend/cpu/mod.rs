@@ -14,6 +14,8 @@ pub mod math;
 pub mod matmul;
 pub mod num;
 pub mod qgemv;
+#[cfg(target_arch = "x86_64")]
+mod qgemv512;
 pub mod quantized;
 pub mod reduce;
 pub mod scan;

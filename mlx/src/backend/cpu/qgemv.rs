@@ -41,15 +41,40 @@ const TASK_BYTES: usize = 32 << 10;
 /// Packed bytes below which the product stays on the calling thread.
 const PAR_BYTES: usize = 96 << 10;
 /// Words per block of the 2/4/8-bit kernel (one 256-bit vector).
-const LANES: usize = 8;
+pub(super) const LANES: usize = 8;
 
 /// `out = x @ W.T`; `x` has `k` values and `out` has `n`.
 pub fn qgemv<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]) {
-    qgemv_with(x, w, p, out, super::simd::has_fma())
+    qgemv_with(x, w, p, out, Isa::best())
 }
 
-/// [`qgemv`], with the AVX2 + FMA kernels only when `fma` (tests run both).
-fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32], fma: bool) {
+/// The instructions a kernel is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Isa {
+    /// Baseline x86-64 (or any other architecture).
+    Portable,
+    /// AVX2 + FMA.
+    Avx2,
+    /// AVX-512F/DQ besides AVX2 + FMA: 2/4/8-bit blocked rows two at a time.
+    Avx512,
+}
+
+impl Isa {
+    /// The widest this CPU has.
+    fn best() -> Isa {
+        if super::simd::has_avx512() {
+            Isa::Avx512
+        } else if super::simd::has_fma() {
+            Isa::Avx2
+        } else {
+            Isa::Portable
+        }
+    }
+}
+
+/// [`qgemv`] with the kernels for `isa`, which the CPU must have (tests
+/// run each).
+fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32], isa: Isa) {
     let (n, k, gs) = (w.n, w.k, p.group_size);
     debug_assert!(x.len() == k && out.len() == n && k % gs == 0);
     debug_assert!(w.packed.len() == n * k * p.bits / 32 && w.scales.len() == n * k / gs);
@@ -65,7 +90,7 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
         p,
         row_words,
     };
-    let rows = select_rows::<S>(blocked, p.bits, fma);
+    let rows = select_rows::<S>(blocked, p.bits, isa);
     let row_bytes = row_words * 4;
     if n * row_bytes < PAR_BYTES {
         return rows(&a, 0, out);
@@ -79,21 +104,27 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
 /// Computes rows `r0..r0 + out.len()`.
 type RowsFn<S> = fn(&Args<'_, S>, usize, &mut [f32]);
 
-/// The row kernel for this width; `fma`: the CPU has AVX2 and FMA.
-fn select_rows<S: Float>(blocked: bool, bits: usize, fma: bool) -> RowsFn<S> {
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = fma;
+/// The row kernel for this width and instruction set.
+fn select_rows<S: Float>(blocked: bool, bits: usize, isa: Isa) -> RowsFn<S> {
     #[cfg(target_arch = "x86_64")]
-    if fma {
-        // SAFETY (each arm): the caller checked (has_fma) that the CPU
-        // supports AVX2 and FMA, the features these functions are compiled for.
-        return match (blocked, bits) {
-            (true, 2) => |a, r0, o| unsafe { rows_fma::<S, 2, 16>(a, r0, o) },
-            (true, 4) => |a, r0, o| unsafe { rows_fma::<S, 4, 8>(a, r0, o) },
-            (true, 8) => |a, r0, o| unsafe { rows_fma::<S, 8, 4>(a, r0, o) },
-            _ => |a, r0, o| unsafe { grouped_fma(a, r0, o) },
-        };
+    {
+        use super::qgemv512::rows as rows512;
+        // SAFETY (each arm): `isa` is one the CPU has (see `qgemv_with`):
+        // AVX-512F/DQ with AVX2 and FMA, or AVX2 and FMA, the features
+        // these functions are compiled for.
+        match (isa, blocked, bits) {
+            (Isa::Avx512, true, 2) => return |a, r0, o| unsafe { rows512::<S, 2, 16>(a, r0, o) },
+            (Isa::Avx512, true, 4) => return |a, r0, o| unsafe { rows512::<S, 4, 8>(a, r0, o) },
+            (Isa::Avx512, true, 8) => return |a, r0, o| unsafe { rows512::<S, 8, 4>(a, r0, o) },
+            (Isa::Portable, ..) => {}
+            (_, true, 2) => return |a, r0, o| unsafe { rows_fma::<S, 2, 16>(a, r0, o) },
+            (_, true, 4) => return |a, r0, o| unsafe { rows_fma::<S, 4, 8>(a, r0, o) },
+            (_, true, 8) => return |a, r0, o| unsafe { rows_fma::<S, 8, 4>(a, r0, o) },
+            _ => return |a, r0, o| unsafe { grouped_fma(a, r0, o) },
+        }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = isa;
     match (blocked, bits) {
         (true, 2) => rows_blocked::<S, 2, 16, false>,
         (true, 4) => rows_blocked::<S, 4, 8, false>,
@@ -127,15 +158,15 @@ unsafe fn grouped_fma<S: Float>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
 }
 
 /// Operands shared by the tasks.
-struct Args<'a, S> {
-    x: &'a [f32],
+pub(super) struct Args<'a, S> {
+    pub(super) x: &'a [f32],
     /// `x` permuted and scaled for the blocked kernel (empty otherwise).
-    xp: &'a [f32],
+    pub(super) xp: &'a [f32],
     /// Σ x over each group.
-    xsums: &'a [f32],
-    w: &'a QRows<'a, S>,
-    p: QParams,
-    row_words: usize,
+    pub(super) xsums: &'a [f32],
+    pub(super) w: &'a QRows<'a, S>,
+    pub(super) p: QParams,
+    pub(super) row_words: usize,
 }
 
 /// `x` reordered so that value `j` of word `i` in each block of
@@ -169,7 +200,7 @@ fn permute(x: &[f32], bits: usize) -> Vec<f32> {
 
 /// Σ_g b_g · Σ x_g for one row's biases.
 #[inline(always)]
-fn bias_term<S: Float>(biases: &[S], xsums: &[f32]) -> f32 {
+pub(super) fn bias_term<S: Float>(biases: &[S], xsums: &[f32]) -> f32 {
     biases
         .iter()
         .zip(xsums)
@@ -191,7 +222,7 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// Rows `r0..r0 + out.len()` with `BITS` in {2, 4, 8} (`P = 32 / BITS`
 /// values a word) and whole blocks of [`LANES`] words in a row.
 #[inline(always)]
-fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA: bool>(
+pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA: bool>(
     a: &Args<'_, S>,
     r0: usize,
     out: &mut [f32],
@@ -317,14 +348,25 @@ mod tests {
             .collect()
     }
 
-    /// Runs the kernel with scales and biases stored as `S`, with the
-    /// AVX2 + FMA kernels if `fma` and the CPU has them.
+    /// The instruction sets this CPU can run.
+    fn isas() -> Vec<Isa> {
+        let mut v = vec![Isa::Portable];
+        if crate::backend::cpu::simd::has_fma() {
+            v.push(Isa::Avx2);
+        }
+        if crate::backend::cpu::simd::has_avx512() {
+            v.push(Isa::Avx512);
+        }
+        v
+    }
+
+    /// Runs the kernel for `isa` with scales and biases stored as `S`.
     fn run<S: Float>(
         x: &[f32],
         w: &QRows<'_, f32>,
         p: QParams,
         conv: fn(f32) -> S,
-        fma: bool,
+        isa: Isa,
     ) -> Vec<f32> {
         let s: Vec<S> = w.scales.iter().map(|&v| conv(v)).collect();
         let b: Vec<S> = w.biases.iter().map(|&v| conv(v)).collect();
@@ -336,17 +378,11 @@ mod tests {
             k: w.k,
         };
         let mut out = vec![f32::NAN; w.n];
-        qgemv_with(
-            x,
-            &q,
-            p,
-            &mut out,
-            fma && crate::backend::cpu::simd::has_fma(),
-        );
+        qgemv_with(x, &q, p, &mut out, isa);
         out
     }
 
-    fn case() -> impl Strategy<Value = (usize, usize, usize, usize, u64, usize, bool)> {
+    fn case() -> impl Strategy<Value = (usize, usize, usize, usize, u64, usize)> {
         (
             prop::sample::select(vec![1usize, 2, 3, 4, 5, 6, 8]),
             prop::sample::select(vec![32usize, 64, 128]),
@@ -355,14 +391,13 @@ mod tests {
             prop_oneof![1usize..40, 300usize..700],
             any::<u64>(),
             0usize..3,
-            any::<bool>(),
         )
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(96))]
         #[test]
-        fn matches_dequantize_then_dot((bits, gs, groups, n, seed, dtype, fma) in case()) {
+        fn matches_dequantize_then_dot((bits, gs, groups, n, seed, dtype) in case()) {
             let k = gs * groups;
             let p = QParams { group_size: gs, bits };
             let mut state = seed | 1;
@@ -384,14 +419,28 @@ mod tests {
             let biases: Vec<f32> = (0..n * groups).map(|_| round(unit(next()))).collect();
             let x: Vec<f32> = (0..k).map(|_| unit(next()) * 4.0).collect();
             let w = QRows { packed: &packed, scales: &scales, biases: &biases, n, k };
-            let got = match dtype {
-                1 => run(&x, &w, p, f16::from_f32, fma),
-                2 => run(&x, &w, p, bf16::from_f32, fma),
-                _ => run(&x, &w, p, |v| v, fma),
-            };
-            for (r, (&g, (want, mag))) in got.iter().zip(naive(&x, &w, p)).enumerate() {
-                let err = (g as f64 - want).abs();
-                prop_assert!(err <= 1e-5 * mag + 1e-6, "row {r}: {g} vs {want} (bits {bits}, gs {gs}, k {k})");
+            let want = naive(&x, &w, p);
+            let mut by_isa = Vec::new();
+            for isa in isas() {
+                let got = match dtype {
+                    1 => run(&x, &w, p, f16::from_f32, isa),
+                    2 => run(&x, &w, p, bf16::from_f32, isa),
+                    _ => run(&x, &w, p, |v| v, isa),
+                };
+                for (r, (&g, &(want, mag))) in got.iter().zip(&want).enumerate() {
+                    let err = (g as f64 - want).abs();
+                    prop_assert!(err <= 1e-5 * mag + 1e-6, "{isa:?} row {r}: {g} vs {want} (bits {bits}, gs {gs}, k {k})");
+                }
+                by_isa.push((isa, got));
+            }
+            // The two-row AVX-512 kernel does each row's arithmetic exactly
+            // as the AVX2 kernel does: the same bits.
+            if let [.., (Isa::Avx2, a), (Isa::Avx512, b)] = &by_isa[..] {
+                let (a, b): (Vec<u32>, Vec<u32>) = (
+                    a.iter().map(|v| v.to_bits()).collect(),
+                    b.iter().map(|v| v.to_bits()).collect(),
+                );
+                prop_assert_eq!(a, b, "bits {} gs {} k {} n {}", bits, gs, k, n);
             }
         }
     }

@@ -20,6 +20,20 @@ pub fn has_fma() -> bool {
     }
 }
 
+/// Whether this CPU has AVX-512F and DQ besides AVX2 and FMA (checked
+/// once, then cached by std). Valgrind's CPU reports none.
+#[inline]
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_fma() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Calls `body`, compiled with AVX2 + FMA when the CPU has them. `body` and
 /// what it inlines (the element function of a kernel) get the wider
 /// instructions; call it around a whole loop, not per element.
