@@ -175,38 +175,40 @@ impl Model {
         // graph holds the only reference, so each cache update writes into
         // the old buffer instead of copying the whole cache every token.
         args.append(&mut s.cache);
-        let mut out = match self.func.call(&args) {
+        let caches = args.len() - 2;
+        let called = self
+            .func
+            .call(&args)
+            .map_err(LlmError::from)
+            .and_then(|out| {
+                if out.len() == 1 + caches {
+                    Ok(out)
+                } else {
+                    Err(LlmError::NotAnLlmExport {
+                        path: self.path.clone(),
+                        msg: format!(
+                            "a step returned {} arrays, expected logits and {caches} cache arrays",
+                            out.len()
+                        ),
+                    })
+                }
+            });
+        let mut out = match called {
             Ok(out) => out,
             Err(e) => {
                 s.cache = args.split_off(2);
-                return Err(e.into());
+                return Err(e);
             }
         };
-        if out.len() != 1 + args.len() - 2 {
-            let msg = format!(
-                "a step returned {} arrays, expected logits and {} cache arrays",
-                out.len(),
-                args.len() - 2
-            );
-            s.cache = args.split_off(2);
-            return Err(LlmError::NotAnLlmExport {
-                path: self.path.clone(),
-                msg,
-            });
-        }
         drop(args);
         // Held before evaluating, so a failed evaluation leaves the session
         // with the step's arrays rather than none; an input buffer the step
         // wrote in place cannot be read again, so such a session is not
         // resumable: start a new one.
-        let logits = out.remove(0);
-        s.cache = out;
-        let mut all = Vec::with_capacity(1 + s.cache.len());
-        all.push(logits.clone());
-        all.extend(s.cache.iter().cloned());
-        mlx::eval(&all)?;
+        s.cache = out[1..].to_vec();
+        mlx::eval(&out)?;
         s.offset = end;
-        Ok(logits)
+        Ok(out.swap_remove(0))
     }
 
     /// The block lengths to feed `n` prompt tokens: largest trace first.
