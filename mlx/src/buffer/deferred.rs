@@ -1,93 +1,175 @@
-//! A region of a mapped file that is copied into aligned memory only when
-//! it is first read: what an MLX `.mlxfn` constant becomes at import.
+//! Regions of a mapped file that are copied into aligned memory only when
+//! first read: what an MLX `.mlxfn` constant becomes at import.
 //!
 //! MLX lays constants out back to back after variable-length records, so
 //! they rarely start 64-byte aligned and cannot be viewed in place. Copying
 //! them all at import made importing a 514 MB model take seconds and hold
 //! the file twice (the page cache and the copy). Deferred, an import reads
-//! only the records; the first call copies each constant it touches, in
-//! parallel, and tells the kernel it no longer needs the file's pages for
-//! it, so the process holds each constant about once.
+//! only the records. The first read of any of a file's misaligned
+//! constants copies all of them at once (a call reads every constant of its
+//! graph anyway): one pass with every core into one region backed by huge
+//! pages, which costs a third of copying each constant as the graph reaches
+//! it, one core and 4 KiB page faults at a time. The copy lets go of the
+//! file's pages behind it, so the process holds each constant about once.
 
 use super::{Block, BUFFER_ALIGN};
-use rayon::prelude::*;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// Bytes copied per parallel task.
-const COPY_CHUNK: usize = 4 << 20;
+/// Bytes copied per task of the shared copy.
+const COPY_CHUNK: usize = 1 << 20;
 
-pub(super) struct Deferred {
+/// Huge-page size the copy's region is aligned to.
+const HUGE_PAGE: usize = 2 << 20;
+
+const PAGE: usize = 4096;
+
+/// The deferred regions of one mapped file, copied together.
+pub struct DeferredFile {
     map: Arc<memmap2::Mmap>,
-    offset: usize,
-    /// Bytes are `bool` values: any non-zero byte becomes 1.
-    bools: bool,
-    copy: OnceLock<Vec<Block>>,
+    regions: Mutex<Vec<Region>>,
+    /// Set once every region is registered (the import has read the whole
+    /// file): from then on the first read copies them all.
+    sealed: AtomicBool,
+    copy: OnceLock<Arena>,
 }
 
-impl Deferred {
-    pub(super) fn new(map: Arc<memmap2::Mmap>, offset: usize, bools: bool) -> Deferred {
-        Deferred {
+#[derive(Clone, Copy)]
+struct Region {
+    offset: usize,
+    len: usize,
+    /// Bytes are `bool` values: any non-zero byte becomes 1.
+    bools: bool,
+}
+
+/// The copies of the first `at.len()` regions, each at a 64-byte aligned
+/// offset of one anonymous mapping.
+struct Arena {
+    mem: memmap2::MmapMut,
+    at: Vec<usize>,
+}
+
+impl DeferredFile {
+    pub fn new(map: Arc<memmap2::Mmap>) -> Arc<DeferredFile> {
+        Arc::new(DeferredFile {
             map,
-            offset,
-            bools,
+            regions: Mutex::new(Vec::new()),
+            sealed: AtomicBool::new(false),
             copy: OnceLock::new(),
-        }
+        })
     }
 
-    /// The copied bytes (`nbytes` of them), copying on the first call.
-    ///
-    /// The copy is made before the cell is entered, not inside
-    /// `get_or_init`: the copy runs parallel tasks, and a pool thread
-    /// waiting for them may take up another evaluation that reads this same
-    /// constant, which would then wait for a cell its own thread holds.
-    /// Threads that race here each copy, and all but the first copy are
-    /// dropped.
-    pub(super) fn bytes(&self, nbytes: usize) -> &[u8] {
-        let blocks = match self.copy.get() {
-            Some(b) => b,
-            None => {
-                let copy = self.copy_out(nbytes);
-                self.copy.get_or_init(|| copy)
+    /// The mapped file.
+    pub fn map(&self) -> &Arc<memmap2::Mmap> {
+        &self.map
+    }
+
+    /// Marks the file's regions complete: the next first read copies them
+    /// all. (A region read before this is copied on its own.)
+    pub fn seal(&self) {
+        self.sealed.store(true, Ordering::Release);
+    }
+
+    fn register(&self, region: Region) -> usize {
+        let mut regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
+        regions.push(region);
+        regions.len() - 1
+    }
+
+    fn region(&self, index: usize) -> Region {
+        self.regions.lock().unwrap_or_else(|p| p.into_inner())[index]
+    }
+
+    /// Region `index`'s copy in the shared arena, copying every region on
+    /// the first call after [`seal`](Self::seal); `None` before it, or for
+    /// a region registered after the arena was made.
+    fn shared(&self, index: usize, nbytes: usize) -> Option<&[u8]> {
+        let arena = match self.copy.get() {
+            Some(a) => a,
+            None if self.sealed.load(Ordering::Acquire) => {
+                // The copy runs on its own scoped threads, never on rayon's
+                // pool: a pool thread waiting here cannot be the one the
+                // copy waits for, so callers may block on the cell.
+                self.copy.get_or_init(|| self.copy_all())
             }
+            None => return None,
         };
-        // SAFETY: the blocks hold at least nbytes initialised bytes.
-        unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, nbytes) }
+        let at = *arena.at.get(index)?;
+        Some(&arena.mem[at..at + nbytes])
     }
 
-    fn copy_out(&self, nbytes: usize) -> Vec<Block> {
-        let blocks = nbytes.div_ceil(BUFFER_ALIGN).max(1);
-        let mut copy = uninit_blocks(blocks);
-        let total = blocks * BUFFER_ALIGN;
-        // SAFETY: `copy` owns room for `total` bytes; they are written in
-        // full below (the file's bytes, then zeros for the padding) before
-        // the length is set and anything reads them.
-        let dst = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr() as *mut u8, total) };
-        let (data, padding) = dst.split_at_mut(nbytes);
-        padding.fill(0);
-        // Each task copies its chunk (so the new pages are first touched on
-        // both cores) and then lets go of that chunk's file pages, so the
-        // process never holds a constant twice over.
-        data.par_chunks_mut(COPY_CHUNK)
+    fn copy_all(&self) -> Arena {
+        let regions = self
+            .regions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut at = Vec::with_capacity(regions.len());
+        let mut total = 0usize;
+        for r in &regions {
+            at.push(total);
+            total = total
+                .checked_add(r.len.next_multiple_of(BUFFER_ALIGN).max(BUFFER_ALIGN))
+                .unwrap_or_else(|| std::panic::panic_any(super::OutOfMemory(usize::MAX)));
+        }
+        let (mut mem, start) = huge_page_region(total);
+        at.iter_mut().for_each(|a| *a += start);
+        // Tasks: (region, chunk start within it), taken in order by every
+        // thread from one counter.
+        let tasks: Vec<(usize, usize)> = regions
+            .iter()
             .enumerate()
-            .for_each(|(k, d)| {
-                let at = self.offset + k * COPY_CHUNK;
-                d.copy_from_slice(&self.map[at..at + d.len()]);
-                if self.bools {
-                    d.iter_mut().for_each(|b| *b = (*b != 0) as u8);
-                }
-                self.release_source(at, d.len());
-            });
-        // SAFETY: every byte of the `blocks` blocks was written above.
-        unsafe { copy.set_len(blocks) };
+            .flat_map(|(i, r)| (0..r.len).step_by(COPY_CHUNK).map(move |c| (i, c)))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let dst = SendPtr(mem.as_mut_ptr());
+        let work = || loop {
+            let t = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(i, c)) = tasks.get(t) else { break };
+            let r = regions[i];
+            let len = COPY_CHUNK.min(r.len - c);
+            let src = &self.map[r.offset + c..r.offset + c + len];
+            // SAFETY: each task writes its own chunk `[at[i] + c, +len)` of
+            // `mem` (chunks of one region and regions' slots are disjoint),
+            // inside the mapping (`at[i] + r.len <= start + total`), which
+            // outlives the threads of this scope.
+            let d = unsafe { std::slice::from_raw_parts_mut(dst.get().add(at[i] + c), len) };
+            d.copy_from_slice(src);
+            if r.bools {
+                d.iter_mut().for_each(|b| *b = (*b != 0) as u8);
+            }
+            self.release_source(r.offset + c, len);
+        };
+        let threads = rayon::current_num_threads().clamp(1, tasks.len().max(1));
+        std::thread::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(work);
+            }
+            work();
+        });
+        Arena { mem, at }
+    }
+
+    /// Region `index`'s bytes copied on their own, for a read before the
+    /// file is sealed.
+    fn copy_one(&self, index: usize) -> Vec<Block> {
+        let r = self.region(index);
+        let blocks = r.len.div_ceil(BUFFER_ALIGN).max(1);
+        let mut copy = super::fresh_blocks(blocks);
+        // SAFETY: `copy` holds blocks * 64 >= r.len initialised bytes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr() as *mut u8, r.len) };
+        dst.copy_from_slice(&self.map[r.offset..r.offset + r.len]);
+        if r.bools {
+            dst.iter_mut().for_each(|b| *b = (*b != 0) as u8);
+        }
         copy
     }
 
     /// Drops the file's pages of `[at, at + len)` from the process (they
     /// stay in the page cache): the copy is the only one the process needs.
     fn release_source(&self, at: usize, len: usize) {
-        let page = 4096;
-        let start = at.next_multiple_of(page);
-        let end = (at + len) / page * page;
+        let start = at.next_multiple_of(PAGE);
+        let end = (at + len) / PAGE * PAGE;
         if end > start {
             // SAFETY: MADV_DONTNEED on a read-only private file mapping only
             // drops pages; a later read of them faults the file's bytes in
@@ -103,13 +185,141 @@ impl Deferred {
     }
 }
 
-/// Room for `blocks` blocks, uninitialised (length 0): pages are mapped
-/// when first written, by whichever thread writes them. A failed
-/// allocation unwinds as the other buffer constructors do.
-fn uninit_blocks(blocks: usize) -> Vec<Block> {
-    let mut v = Vec::new();
-    if v.try_reserve_exact(blocks).is_err() {
-        std::panic::panic_any(super::OutOfMemory(blocks.saturating_mul(BUFFER_ALIGN)));
+/// A zeroed anonymous mapping with room for `len` bytes from a 2 MiB
+/// aligned start (returned), marked for transparent huge pages: a fault
+/// then maps 2 MiB at once instead of 4 KiB. A failed mapping unwinds as the
+/// other buffer constructors do.
+fn huge_page_region(len: usize) -> (memmap2::MmapMut, usize) {
+    let room = len.saturating_add(HUGE_PAGE);
+    let mem = memmap2::MmapMut::map_anon(room)
+        .unwrap_or_else(|_| std::panic::panic_any(super::OutOfMemory(room)));
+    let start = (mem.as_ptr() as usize).next_multiple_of(HUGE_PAGE) - mem.as_ptr() as usize;
+    #[cfg(target_os = "linux")]
+    {
+        // Only advice: without huge pages the copy is slower, not wrong.
+        let _ = mem.advise_range(memmap2::Advice::HugePage, start, len.max(1));
     }
-    v
+    (mem, start)
+}
+
+/// A pointer the copy's threads share; each writes its own chunks.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut u8);
+// SAFETY: the threads write disjoint ranges behind the pointer (see
+// `copy_all`), and the mapping outlives them.
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// One deferred region: a constant of an imported file.
+pub(super) struct Deferred {
+    file: Arc<DeferredFile>,
+    index: usize,
+    /// The region's own copy, when it was read before the file was sealed.
+    own: OnceLock<Vec<Block>>,
+}
+
+impl Deferred {
+    pub(super) fn new(file: &Arc<DeferredFile>, offset: usize, len: usize, bools: bool) -> Self {
+        let index = file.register(Region { offset, len, bools });
+        Deferred {
+            file: file.clone(),
+            index,
+            own: OnceLock::new(),
+        }
+    }
+
+    /// The copied bytes (`nbytes` of them), copying on the first read.
+    pub(super) fn bytes(&self, nbytes: usize) -> &[u8] {
+        if let Some(b) = self.own.get() {
+            return own_bytes(b, nbytes);
+        }
+        if let Some(b) = self.file.shared(self.index, nbytes) {
+            return b;
+        }
+        own_bytes(
+            self.own.get_or_init(|| self.file.copy_one(self.index)),
+            nbytes,
+        )
+    }
+}
+
+fn own_bytes(blocks: &[Block], nbytes: usize) -> &[u8] {
+    // SAFETY: the blocks hold at least nbytes initialised bytes.
+    unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, nbytes) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapped temporary file of `n` bytes, byte `i` = `i * 7 % 251`.
+    fn mapped(n: usize) -> Arc<memmap2::Mmap> {
+        let path = std::env::temp_dir().join(format!("mlx-deferred-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // SAFETY: the file is ours and not changed while mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        std::fs::remove_file(&path).ok();
+        Arc::new(map)
+    }
+
+    fn expected(offset: usize, len: usize, bools: bool) -> Vec<u8> {
+        (offset..offset + len)
+            .map(|i| (i * 7 % 251) as u8)
+            .map(|b| if bools { (b != 0) as u8 } else { b })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_read_after_sealing_copies_every_region_once() {
+        let map = mapped(3 * COPY_CHUNK + 999);
+        let file = DeferredFile::new(map);
+        let specs = [
+            (3, COPY_CHUNK + 5, false), // two copy tasks
+            (COPY_CHUNK + 9, 17, true),
+            (2 * COPY_CHUNK + 1, COPY_CHUNK, false),
+            (0, 0, false),
+        ];
+        let parts: Vec<Deferred> = specs
+            .iter()
+            .map(|&(o, n, b)| Deferred::new(&file, o, n, b))
+            .collect();
+        // Read before sealing: copied on its own.
+        assert_eq!(parts[1].bytes(17), expected(COPY_CHUNK + 9, 17, true));
+        assert!(file.copy.get().is_none());
+        file.seal();
+        assert_eq!(
+            parts[2].bytes(COPY_CHUNK),
+            expected(2 * COPY_CHUNK + 1, COPY_CHUNK, false)
+        );
+        let arena = file
+            .copy
+            .get()
+            .expect("the first read after sealing copies all");
+        let range = arena.mem.as_ptr_range();
+        for (part, &(o, n, b)) in parts.iter().zip(&specs) {
+            let got = part.bytes(n);
+            assert_eq!(got, expected(o, n, b));
+            assert_eq!(got.as_ptr() as usize % BUFFER_ALIGN, 0);
+            if n > 0 && !b {
+                assert!(
+                    range.contains(&got.as_ptr()),
+                    "region at {o} not in the arena"
+                );
+            }
+        }
+        // Registered after the arena was made: copied on its own.
+        let late = Deferred::new(&file, 11, 100, false);
+        let got = late.bytes(100);
+        assert_eq!(got, expected(11, 100, false));
+        assert!(!range.contains(&got.as_ptr()));
+    }
 }

@@ -5,6 +5,7 @@ mod cache;
 mod deferred;
 
 pub use cache::{cache_memory, clear_cache, set_cache_limit};
+pub use deferred::DeferredFile;
 
 use crate::Element;
 use std::sync::Arc;
@@ -196,25 +197,26 @@ impl Buffer {
     }
 
     /// `len` bytes at `offset` of a mapped file, read in place when they
-    /// are 64-byte aligned, else copied on first read
-    /// (`bools`: the bytes are `bool` values, normalised to 0/1 by the copy).
+    /// are 64-byte aligned, else copied on first read together with the
+    /// file's other deferred regions ([`DeferredFile`]; `bools`: the bytes
+    /// are `bool` values, normalised to 0/1 by the copy).
     /// `None` unless the range lies inside the map.
     pub fn mapped_or_deferred(
-        map: Arc<memmap2::Mmap>,
+        file: &Arc<DeferredFile>,
         offset: usize,
         len: usize,
         bools: bool,
     ) -> Option<Buffer> {
-        if offset.checked_add(len)? > map.len() {
+        if offset.checked_add(len)? > file.map().len() {
             return None;
         }
         if !bools {
-            if let Some(b) = Buffer::mapped(map.clone(), offset, len) {
+            if let Some(b) = Buffer::mapped(file.map().clone(), offset, len) {
                 return Some(b);
             }
         }
         Some(Buffer {
-            storage: Storage::Deferred(Box::new(deferred::Deferred::new(map, offset, bools))),
+            storage: Storage::Deferred(Box::new(deferred::Deferred::new(file, offset, len, bools))),
             nbytes: len,
         })
     }

@@ -17,7 +17,7 @@
 //! functions of a file by id.
 
 use super::tape::{FunctionTable, Tape, TapeEntry, ValueRef};
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, DeferredFile};
 use crate::primitive::{
     lookup, mlx_names, registered, MlxReader, MlxVersion, MlxWriter, Spec, StateField,
 };
@@ -138,18 +138,21 @@ pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
 
 /// [`decode`] of a mapped file whose constants are not copied at import:
 /// each is read in place, or copied on first use when it is not aligned
-/// (`Buffer::mapped_or_deferred`).
+/// (all of the file's misaligned constants at once: `DeferredFile`).
 pub fn decode_mapped(
     map: &std::sync::Arc<memmap2::Mmap>,
     path: &str,
     strict: bool,
 ) -> Result<FunctionTable> {
-    decode_from(map, Some(map), path, strict)
+    let file = DeferredFile::new(map.clone());
+    let table = decode_from(map, Some(&file), path, strict)?;
+    file.seal();
+    Ok(table)
 }
 
 fn decode_from(
     bytes: &[u8],
-    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    map: Option<&std::sync::Arc<DeferredFile>>,
     path: &str,
     strict: bool,
 ) -> Result<FunctionTable> {
@@ -184,7 +187,7 @@ fn decode_from(
 
 fn decode_body(
     r: &mut MlxReader<'_>,
-    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    map: Option<&std::sync::Arc<DeferredFile>>,
     version: String,
     strict: bool,
 ) -> Result<FunctionTable> {
@@ -231,7 +234,7 @@ fn annotate(e: Error, ctx: &str) -> Error {
 
 fn decode_function(
     r: &mut MlxReader<'_>,
-    map: Option<&std::sync::Arc<memmap2::Mmap>>,
+    map: Option<&std::sync::Arc<DeferredFile>>,
     constants: &mut Vec<Array>,
     constant_ids: &mut HashMap<u64, usize>,
 ) -> Result<Tape> {
@@ -353,7 +356,7 @@ fn decode_function(
             let raw = r.take(n, "constant data")?;
             let bools = spec.dtype == Dtype::Bool;
             let buf = match map {
-                Some(m) => Buffer::mapped_or_deferred(m.clone(), at, n, bools)
+                Some(m) => Buffer::mapped_or_deferred(m, at, n, bools)
                     .ok_or_else(|| r.error("constant data outside the file"))?,
                 None => {
                     let mut buf = Buffer::from_bytes(raw);
