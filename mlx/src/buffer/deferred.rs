@@ -12,8 +12,8 @@
 //! it, one core and 4 KiB page faults at a time. The copy lets go of the
 //! file's pages behind it, so the process holds each constant about once.
 
-use super::{Block, BUFFER_ALIGN};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use super::{Buffer, BUFFER_ALIGN};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Bytes copied per task of the shared copy.
@@ -76,10 +76,6 @@ impl DeferredFile {
         regions.len() - 1
     }
 
-    fn region(&self, index: usize) -> Region {
-        self.regions.lock().unwrap_or_else(|p| p.into_inner())[index]
-    }
-
     /// Region `index`'s copy in the shared arena, copying every region on
     /// the first call after [`seal`](Self::seal); `None` before it, or for
     /// a region registered after the arena was made.
@@ -104,43 +100,31 @@ impl DeferredFile {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let mut at = Vec::with_capacity(regions.len());
-        let mut total = 0usize;
-        for r in &regions {
-            at.push(total);
-            total = total
-                .checked_add(r.len.next_multiple_of(BUFFER_ALIGN).max(BUFFER_ALIGN))
-                .unwrap_or_else(|| std::panic::panic_any(super::OutOfMemory(usize::MAX)));
-        }
-        let (mut mem, start) = huge_page_region(total);
-        at.iter_mut().for_each(|a| *a += start);
-        // Tasks: (region, chunk start within it), taken in order by every
-        // thread from one counter.
-        let tasks: Vec<(usize, usize)> = regions
+        let slot = |r: &Region| r.len.next_multiple_of(BUFFER_ALIGN).max(BUFFER_ALIGN);
+        let total = regions
             .iter()
-            .enumerate()
-            .flat_map(|(i, r)| (0..r.len).step_by(COPY_CHUNK).map(move |c| (i, c)))
-            .collect();
-        let next = AtomicUsize::new(0);
-        let dst = SendPtr(mem.as_mut_ptr());
-        let work = || loop {
-            let t = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&(i, c)) = tasks.get(t) else { break };
-            let r = regions[i];
-            let len = COPY_CHUNK.min(r.len - c);
-            let src = &self.map[r.offset + c..r.offset + c + len];
-            // SAFETY: each task writes its own chunk `[at[i] + c, +len)` of
-            // `mem` (chunks of one region and regions' slots are disjoint),
-            // inside the mapping (`at[i] + r.len <= start + total`), which
-            // outlives the threads of this scope.
-            let d = unsafe { std::slice::from_raw_parts_mut(dst.get().add(at[i] + c), len) };
-            d.copy_from_slice(src);
-            if r.bools {
-                d.iter_mut().for_each(|b| *b = (*b != 0) as u8);
-            }
-            self.release_source(r.offset + c, len);
-        };
+            .try_fold(0usize, |t, r| t.checked_add(slot(r)))
+            .unwrap_or_else(|| std::panic::panic_any(super::OutOfMemory(usize::MAX)));
+        let (mut mem, start) = huge_page_region(total);
+        // Each region's slot, cut in chunks: (region, chunk start, chunk),
+        // handed out in order to every thread.
+        let mut at = Vec::with_capacity(regions.len());
+        let mut tasks = Vec::new();
+        let mut rest = &mut mem[start..start + total];
+        for (i, r) in regions.iter().enumerate() {
+            at.push(start + total - rest.len());
+            let (here, next) = rest.split_at_mut(slot(r));
+            let chunks = here[..r.len].chunks_mut(COPY_CHUNK);
+            tasks.extend(chunks.enumerate().map(|(c, d)| (i, c * COPY_CHUNK, d)));
+            rest = next;
+        }
         let threads = rayon::current_num_threads().clamp(1, tasks.len().max(1));
+        let tasks = Mutex::new(tasks.into_iter());
+        let work = || loop {
+            let next = tasks.lock().unwrap_or_else(|p| p.into_inner()).next();
+            let Some((i, c, d)) = next else { break };
+            self.copy_into(regions[i], c, d);
+        };
         std::thread::scope(|s| {
             for _ in 1..threads {
                 s.spawn(work);
@@ -150,18 +134,23 @@ impl DeferredFile {
         Arena { mem, at }
     }
 
+    /// Copies `dst.len()` bytes of region `r` from `c` on into `dst`, then
+    /// lets go of their file pages.
+    fn copy_into(&self, r: Region, c: usize, dst: &mut [u8]) {
+        let at = r.offset + c;
+        dst.copy_from_slice(&self.map[at..at + dst.len()]);
+        if r.bools {
+            super::normalize_bools(dst);
+        }
+        self.release_source(at, dst.len());
+    }
+
     /// Region `index`'s bytes copied on their own, for a read before the
     /// file is sealed.
-    fn copy_one(&self, index: usize) -> Vec<Block> {
-        let r = self.region(index);
-        let blocks = r.len.div_ceil(BUFFER_ALIGN).max(1);
-        let mut copy = super::fresh_blocks(blocks);
-        // SAFETY: `copy` holds blocks * 64 >= r.len initialised bytes.
-        let dst = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr() as *mut u8, r.len) };
-        dst.copy_from_slice(&self.map[r.offset..r.offset + r.len]);
-        if r.bools {
-            dst.iter_mut().for_each(|b| *b = (*b != 0) as u8);
-        }
+    fn copy_one(&self, index: usize) -> Buffer {
+        let r = self.regions.lock().unwrap_or_else(|p| p.into_inner())[index];
+        let mut copy = Buffer::for_overwrite(r.len);
+        self.copy_into(r, 0, copy.bytes_mut().expect("a heap buffer"));
         copy
     }
 
@@ -202,27 +191,12 @@ fn huge_page_region(len: usize) -> (memmap2::MmapMut, usize) {
     (mem, start)
 }
 
-/// A pointer the copy's threads share; each writes its own chunks.
-#[derive(Clone, Copy)]
-struct SendPtr(*mut u8);
-// SAFETY: the threads write disjoint ranges behind the pointer (see
-// `copy_all`), and the mapping outlives them.
-unsafe impl Send for SendPtr {}
-// SAFETY: as above.
-unsafe impl Sync for SendPtr {}
-
-impl SendPtr {
-    fn get(self) -> *mut u8 {
-        self.0
-    }
-}
-
 /// One deferred region: a constant of an imported file.
 pub(super) struct Deferred {
     file: Arc<DeferredFile>,
     index: usize,
     /// The region's own copy, when it was read before the file was sealed.
-    own: OnceLock<Vec<Block>>,
+    own: OnceLock<Buffer>,
 }
 
 impl Deferred {
@@ -238,21 +212,15 @@ impl Deferred {
     /// The copied bytes (`nbytes` of them), copying on the first read.
     pub(super) fn bytes(&self, nbytes: usize) -> &[u8] {
         if let Some(b) = self.own.get() {
-            return own_bytes(b, nbytes);
+            return b.bytes();
         }
         if let Some(b) = self.file.shared(self.index, nbytes) {
             return b;
         }
-        own_bytes(
-            self.own.get_or_init(|| self.file.copy_one(self.index)),
-            nbytes,
-        )
+        self.own
+            .get_or_init(|| self.file.copy_one(self.index))
+            .bytes()
     }
-}
-
-fn own_bytes(blocks: &[Block], nbytes: usize) -> &[u8] {
-    // SAFETY: the blocks hold at least nbytes initialised bytes.
-    unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, nbytes) }
 }
 
 #[cfg(test)]

@@ -266,6 +266,11 @@ fn aligned_for<T>(bytes: &[u8]) -> bool {
     (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
 }
 
+/// Makes raw `bool` bytes valid: any non-zero byte becomes 1.
+pub(crate) fn normalize_bools(bytes: &mut [u8]) {
+    bytes.iter_mut().for_each(|b| *b = (*b != 0) as u8);
+}
+
 /// Bytes as elements of `T` (`len / size_of::<T>()` of them).
 ///
 /// # Safety

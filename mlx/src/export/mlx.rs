@@ -361,10 +361,7 @@ fn decode_function(
                 None => {
                     let mut buf = Buffer::from_bytes(raw);
                     if bools {
-                        buf.bytes_mut()
-                            .expect("heap")
-                            .iter_mut()
-                            .for_each(|b| *b = (*b != 0) as u8);
+                        crate::buffer::normalize_bools(buf.bytes_mut().expect("heap"));
                     }
                     buf
                 }

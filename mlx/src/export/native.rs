@@ -394,10 +394,7 @@ fn load_constant(
         _ => {
             let mut b = Buffer::from_bytes(&src.bytes()[start..start + n]);
             if spec.dtype == Dtype::Bool {
-                b.bytes_mut()
-                    .expect("heap")
-                    .iter_mut()
-                    .for_each(|x| *x = (*x != 0) as u8);
+                crate::buffer::normalize_bools(b.bytes_mut().expect("heap"));
             }
             b
         }

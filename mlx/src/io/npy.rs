@@ -136,7 +136,7 @@ pub fn load_npy_bytes(bytes: &[u8], name: &str) -> Result<Array> {
         raw.chunks_mut(w).for_each(<[u8]>::reverse);
     }
     if dtype == Dtype::Bool {
-        raw.iter_mut().for_each(|b| *b = (*b != 0) as u8);
+        crate::buffer::normalize_bools(raw);
     }
     let strides = if fortran {
         let mut s = vec![0isize; shape.len()];

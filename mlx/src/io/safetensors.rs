@@ -89,10 +89,7 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Array
             } else {
                 let mut b = Buffer::from_bytes(bytes);
                 if dtype == Dtype::Bool {
-                    b.bytes_mut()
-                        .expect("heap")
-                        .iter_mut()
-                        .for_each(|x| *x = (*x != 0) as u8);
+                    crate::buffer::normalize_bools(b.bytes_mut().expect("heap"));
                 }
                 b
             };

@@ -48,8 +48,9 @@ pub fn qgemv<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32])
     qgemv_with(x, w, p, out, Isa::best())
 }
 
-/// The instructions a kernel is compiled for.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The instructions a kernel is compiled for, each a superset of the one
+/// before.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
 enum Isa {
     /// Baseline x86-64 (or any other architecture).
     Portable,
@@ -350,14 +351,11 @@ mod tests {
 
     /// The instruction sets this CPU can run.
     fn isas() -> Vec<Isa> {
-        let mut v = vec![Isa::Portable];
-        if crate::backend::cpu::simd::has_fma() {
-            v.push(Isa::Avx2);
-        }
-        if crate::backend::cpu::simd::has_avx512() {
-            v.push(Isa::Avx512);
-        }
-        v
+        let best = Isa::best();
+        [Isa::Portable, Isa::Avx2, Isa::Avx512]
+            .into_iter()
+            .filter(|&i| i <= best)
+            .collect()
     }
 
     /// Runs the kernel for `isa` with scales and biases stored as `S`.
