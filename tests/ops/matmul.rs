@@ -440,6 +440,37 @@ fn half_row_reference(x: &[f32], w: &[f32], n: usize, to_half: impl Fn(f32) -> f
         .collect()
 }
 
+/// `x @ W.T` for `x` of rows of `k > 0`, each row as [`half_row_reference`].
+fn half_reference(x: &[f32], k: usize, w: &[f32], n: usize, to_half: fn(f32) -> f32) -> Vec<f32> {
+    x.chunks(k)
+        .flat_map(|row| half_row_reference(row, w, n, to_half))
+        .collect()
+}
+
+/// Products whose f32 result depends on rounding each product before it
+/// is added: a bfloat16 product of 2^64 and 2^64 overflows to infinity,
+/// and infinity minus the largest finite product stays infinite, where a
+/// fused multiply-add would give 2^120. Twelve rows and sixteen columns
+/// reach the widest kernels, which must not fuse here.
+#[test]
+fn half_products_that_overflow_are_rounded_before_the_sum() {
+    let (m, n) = (12, 16);
+    let big = 2f32.powi(64);
+    let x: Vec<f32> = (0..m).flat_map(|_| [-1.992_187_5 * big, big]).collect();
+    let w: Vec<f32> = (0..n).flat_map(|_| [big / 2.0, big]).collect();
+    let bf = |v: &[f32], shape: &[i32]| {
+        ops::astype(&Array::from_slice(v, shape).unwrap(), Dtype::Bfloat16).unwrap()
+    };
+    let wt = bf(&w, &[n as i32, 2]).transpose(&[1, 0]).unwrap();
+    let got = ops::astype(
+        &ops::matmul(&bf(&x, &[m as i32, 2]), &wt).unwrap(),
+        Dtype::Float32,
+    )
+    .unwrap();
+    // -1.9921875 * 2^127 is finite; 2^128 is not; their sum is infinite.
+    assert_eq!(got.to_vec::<f32>().unwrap(), vec![f32::INFINITY; m * n]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -473,6 +504,48 @@ proptest! {
         let got = ops::astype(&ops::matmul(&x, &w).unwrap(), Dtype::Float32).unwrap();
         let got: Vec<u32> = got.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
         let want: Vec<u32> = half_row_reference(&xv, &wv, n, round).iter().map(|v| v.to_bits()).collect();
+        prop_assert_eq!(got, want);
+    }
+
+    /// Products of many rows (prefill-shaped: the 12-, 6-, 4- and 1-row
+    /// kernels, and the fused multiply-add where every product is exact)
+    /// against the written-out loop, bit for bit. bfloat16 values are
+    /// scaled by up to 2^±72 so that some products overflow or fall below
+    /// f32's normal range, where only the product-then-sum order is right.
+    #[test]
+    fn half_products_of_many_rows_sum_in_mlx_order(
+        m in 1usize..40, k in 0usize..120, n in 1usize..40, bf in any::<bool>(),
+        w_t in any::<bool>(), scales in (0usize..5, 0usize..5), seed in any::<u64>(),
+    ) {
+        let mut g = common::Lcg::new(seed);
+        let (dtype, round, (sx, sw)): (Dtype, fn(f32) -> f32, _) = if bf {
+            const SCALES: [i32; 5] = [-72, -60, 0, 60, 72];
+            // (MLX writes every bfloat16 NaN as 0x7FC0, the positive quiet NaN.)
+            let round = |v: f32| if v.is_nan() { f32::NAN } else { half::bf16::from_f32(v).to_f32() };
+            (Dtype::Bfloat16, round, (SCALES[scales.0], SCALES[scales.1]))
+        } else {
+            (Dtype::Float16, |v| half::f16::from_f32(v).to_f32(), (0, 0))
+        };
+        let values = |g: &mut common::Lcg, len, scale: i32| -> Vec<f32> {
+            let s = 2f32.powi(scale);
+            g.uniform(-2.0, 2.0, len).into_iter().map(|v| round(v as f32 * s)).collect()
+        };
+        let xv = values(&mut g, m * k, sx);
+        let wv = values(&mut g, n * k, sw);
+        let arr = |v: &[f32], shape: &[i32]| {
+            ops::astype(&Array::from_slice(v, shape).unwrap(), dtype).unwrap()
+        };
+        let x = arr(&xv, &[m as i32, k as i32]);
+        let w = if w_t {
+            arr(&wv, &[n as i32, k as i32]).transpose(&[1, 0]).unwrap()
+        } else {
+            let kn: Vec<f32> = (0..k * n).map(|i| wv[(i % n) * k + i / n]).collect();
+            arr(&kn, &[k as i32, n as i32])
+        };
+        let got = ops::astype(&ops::matmul(&x, &w).unwrap(), Dtype::Float32).unwrap();
+        let got: Vec<u32> = got.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+        let want = if k == 0 { vec![0.0; m * n] } else { half_reference(&xv, k, &wv, n, round) };
+        let want: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
         prop_assert_eq!(got, want);
     }
 }

@@ -10,12 +10,19 @@
 //! of widening the whole matrix to f32 first.
 //!
 //! Columns are taken in blocks: a block of `b` is widened into an f32 panel
-//! laid out `k`-major, then rows of `a` sweep it, `ROWS` at a time, with
+//! laid out `k`-major, then rows of `a` sweep it, up to 12 at a time, with
 //! `BLOCK` accumulators each. Every output element is computed by one task
 //! in one order, so the result does not depend on the thread count.
+//!
+//! Both operands are half-precision values, so each product has at most 22
+//! significant bits and is an f32 exactly unless it overflows or falls
+//! below f32's normal range. Where the values of a panel and of `a` rule
+//! that out (always for finite float16; for bfloat16, checked per panel),
+//! a fused multiply-add gives the same bits as the product rounded and then
+//! added, with half the instructions.
 
 use super::matmul::{batch_offsets, MatrixView};
-use super::num::Float;
+use super::num::{bf16_from_f32, f16_from_f32, Float};
 use crate::buffer::Buffer;
 use crate::Dtype;
 use half::{bf16, f16};
@@ -23,8 +30,6 @@ use rayon::prelude::*;
 
 /// Columns per panel (two 8-lane vectors).
 const BLOCK: usize = 16;
-/// Rows of `a` sharing one pass over a panel (12 vector accumulators).
-const ROWS: usize = 6;
 /// Multiply-adds above which the blocks are spread over threads.
 const PAR_WORK: usize = 1 << 18;
 
@@ -70,19 +75,12 @@ fn addmm_typed<T: Half>(
     // The left operands in f32, row-major (m x k per batch entry): small
     // beside the product, and read `n / BLOCK` times.
     let (a_rs, a_cs) = (a.data.strides[nd - 2], a.data.strides[nd - 1]);
-    let a_src = a.data.buffer.as_slice::<T>();
-    let lhs: Vec<f32> = a_off
-        .iter()
-        .flat_map(|&o| {
-            (0..m as isize).flat_map(move |i| {
-                (0..k as isize).map(move |j| a_src[(o + i * a_rs + j * a_cs) as usize].to_f32())
-            })
-        })
-        .collect();
+    let lhs = widen_rows::<T>(a.data.buffer.as_slice::<T>(), &a_off, m, k, a_rs, a_cs);
+    let lhs_range = Magnitudes::of(&lhs);
     let (b_rs, b_cs) = (b.data.strides[nd - 2], b.data.strides[nd - 1]);
     let b_src = b.data.buffer.as_slice::<T>();
     let blocks = n.div_ceil(BLOCK);
-    let task = |t: usize| -> Vec<f32> {
+    let sums_of = |t: usize| -> Vec<f32> {
         let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
         let width = BLOCK.min(n - j0);
         let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
@@ -93,15 +91,20 @@ fn addmm_typed<T: Half>(
                 return sums.to_vec();
             }
         }
+        let lhs = &lhs[e * m * k..(e + 1) * m * k];
+        let product = |panel: &[f32]| {
+            let fused = lhs_range.products_exact(&Magnitudes::of(panel));
+            sweep(lhs, panel, m, k, fused)
+        };
         let mut panel = vec![0f32; k * BLOCK];
         if rows_along_k && transpose_widen(b_src, k, row, &mut panel) {
-            return sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k);
+            return product(&panel);
         }
         // Columns contiguous (`x @ W`, attention's `scores @ V`): each
         // panel row is 16 neighbouring values of one row of `b`.
         let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
         if b_cs == 1 && width == BLOCK && widen_columns(b_src, k, panel_row, &mut panel) {
-            return sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k);
+            return product(&panel);
         }
         for jj in 0..width {
             let base = row(jj);
@@ -109,76 +112,191 @@ fn addmm_typed<T: Half>(
                 *p = b_src[(base + kk as isize * b_rs) as usize].to_f32();
             }
         }
-        sweep(&lhs[e * m * k..(e + 1) * m * k], &panel, m, k)
+        product(&panel)
+    };
+    // Block `t`'s `m x width` outputs, in the half type.
+    let block = |t: usize| -> Vec<T> {
+        let mut sums = sums_of(t);
+        let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
+        let width = BLOCK.min(n - j0);
+        let mut out = vec![T::zero(); m * width];
+        for (i, (sums, out)) in sums
+            .chunks_exact_mut(BLOCK)
+            .zip(out.chunks_exact_mut(width))
+            .enumerate()
+        {
+            let sums = &mut sums[..width];
+            if let Some(c) = &c_in {
+                let at = (e * m + i) * n + j0;
+                for (s, &c) in sums.iter_mut().zip(&c[at..at + width]) {
+                    *s = alpha * *s + beta * c;
+                }
+            } else if alpha != 1.0 {
+                // (x * 1 is x, NaN payloads included: the common case skips it.)
+                sums.iter_mut().for_each(|s| *s *= alpha);
+            }
+            T::narrow_slice(sums, out);
+        }
+        out
     };
     let tasks = a_off.len() * blocks;
-    let sums: Vec<Vec<f32>> = if a_off.len() * m * n * k >= PAR_WORK {
+    let parallel = a_off.len() * m * n * k >= PAR_WORK;
+    let outs: Vec<Vec<T>> = if parallel {
         (0..tasks)
             .into_par_iter()
             .with_min_len(4)
-            .map(task)
+            .map(block)
             .collect()
     } else {
-        (0..tasks).map(task).collect()
+        (0..tasks).map(block).collect()
     };
-    for (t, sum) in sums.iter().enumerate() {
-        let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
-        let width = BLOCK.min(n - j0);
-        for i in 0..m {
-            let at = e * m * n + i * n + j0;
-            for jj in 0..width {
-                let s = alpha * sum[i * BLOCK + jj];
-                dst[at + jj] = T::from_f32(match &c_in {
-                    Some(c) => s + beta * c[at + jj],
-                    None => s,
-                });
-            }
+    // Output row `r` (batch entry r / m, row r % m) from its blocks.
+    let write_row = |(r, dst): (usize, &mut [T])| {
+        let (e, i) = (r / m, r % m);
+        for (out, dst) in outs[e * blocks..].iter().zip(dst.chunks_mut(BLOCK)) {
+            dst.copy_from_slice(&out[i * dst.len()..(i + 1) * dst.len()]);
         }
+    };
+    if n == 0 {
+        // No columns: nothing to write (and no rows to chunk).
+    } else if parallel {
+        dst.par_chunks_mut(n).enumerate().for_each(write_row);
+    } else {
+        dst.chunks_mut(n).enumerate().for_each(write_row);
     }
 }
 
 /// `lhs (m x k) @ panel (k x BLOCK)` as `m x BLOCK` sums, each in `k` order.
-fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize) -> Vec<f32> {
+/// `fused`: every product of an `lhs` and a `panel` value is exact in f32
+/// ([`Magnitudes::products_exact`]), so a fused multiply-add rounds each
+/// step as the product-then-sum does.
+fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize, fused: bool) -> Vec<f32> {
     let mut out = vec![0f32; m * BLOCK];
-    super::simd::with_fma(|| {
-        let mut i = 0;
-        while i + ROWS <= m {
-            let rows = &lhs[i * k..(i + ROWS) * k];
-            let dst = &mut out[i * BLOCK..(i + ROWS) * BLOCK];
-            #[cfg(target_arch = "x86_64")]
-            if super::simd::has_fma() {
-                // SAFETY: the CPU has AVX2 (checked just above).
-                unsafe { lanes::rows_times_panel(rows, panel, k, dst) };
-                i += ROWS;
-                continue;
-            }
-            let _ = (rows, &dst);
-            let mut acc = [[0f32; BLOCK]; ROWS];
-            for (kk, p) in panel.chunks_exact(BLOCK).enumerate() {
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    let x = lhs[(i + r) * k + kk];
-                    for (s, &w) in acc.iter_mut().zip(p) {
-                        *s += x * w;
-                    }
-                }
-            }
-            for (r, acc) in acc.iter().enumerate() {
-                out[(i + r) * BLOCK..(i + r + 1) * BLOCK].copy_from_slice(acc);
-            }
-            i += ROWS;
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    for (rows, kernel) in lanes::kernels(fused) {
+        while i + rows <= m {
+            // SAFETY: `kernels` lists only kernels whose instructions the
+            // CPU has; `rows` rows of `lhs` and of `out` are passed.
+            unsafe {
+                kernel(
+                    &lhs[i * k..(i + rows) * k],
+                    panel,
+                    k,
+                    &mut out[i * BLOCK..(i + rows) * BLOCK],
+                )
+            };
+            i += rows;
         }
-        for i in i..m {
-            let mut acc = [0f32; BLOCK];
-            let row = &lhs[i * k..(i + 1) * k];
-            for (p, &x) in panel.chunks_exact(BLOCK).zip(row) {
-                for (s, &w) in acc.iter_mut().zip(p) {
-                    *s += x * w;
-                }
+    }
+    let _ = fused;
+    // Without the vector kernels: the same sums, plain loops.
+    for i in i..m {
+        let mut acc = [0f32; BLOCK];
+        let row = &lhs[i * k..(i + 1) * k];
+        for (p, &x) in panel.chunks_exact(BLOCK).zip(row) {
+            for (s, &w) in acc.iter_mut().zip(p) {
+                *s += x * w;
             }
-            out[i * BLOCK..(i + 1) * BLOCK].copy_from_slice(&acc);
         }
-    });
+        out[i * BLOCK..(i + 1) * BLOCK].copy_from_slice(&acc);
+    }
     out
+}
+
+/// The rows `a_off[e] + i * rs` (`i < m`, `k` values `cs` apart) of `src`,
+/// widened to f32, one after another.
+fn widen_rows<T: Half>(
+    src: &[T],
+    a_off: &[isize],
+    m: usize,
+    k: usize,
+    rs: isize,
+    cs: isize,
+) -> Vec<f32> {
+    let mut out = vec![0f32; a_off.len() * m * k];
+    let starts = a_off
+        .iter()
+        .flat_map(|&o| (0..m as isize).map(move |i| o + i * rs));
+    for (start, dst) in starts.zip(out.chunks_exact_mut(k.max(1))) {
+        if cs == 1 {
+            T::widen_slice(&src[start as usize..][..k], dst);
+        } else {
+            for (j, d) in dst.iter_mut().enumerate() {
+                *d = src[(start + j as isize * cs) as usize].to_f32();
+            }
+        }
+    }
+    out
+}
+
+/// The largest and the smallest nonzero magnitude among some f32 values
+/// (as bits without the sign; `smallest` is 0 when all are zero).
+#[derive(Clone, Copy, Debug)]
+struct Magnitudes {
+    largest: u32,
+    smallest: u32,
+}
+
+impl Magnitudes {
+    fn of(v: &[f32]) -> Magnitudes {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_fma() {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { lanes::magnitudes(v) };
+        }
+        Magnitudes::of_values(v)
+    }
+
+    /// [`Magnitudes::of`], one value at a time.
+    fn of_values(v: &[f32]) -> Magnitudes {
+        // Zero minus one wraps to the top, so zeros never give the minimum.
+        let (mut largest, mut below_smallest) = (0u32, u32::MAX);
+        for x in v {
+            let bits = x.to_bits() & 0x7FFF_FFFF;
+            largest = largest.max(bits);
+            below_smallest = below_smallest.min(bits.wrapping_sub(1));
+        }
+        Magnitudes {
+            largest,
+            smallest: below_smallest.wrapping_add(1),
+        }
+    }
+
+    /// The magnitudes of both sets together.
+    fn join(self, o: Magnitudes) -> Magnitudes {
+        Magnitudes {
+            largest: self.largest.max(o.largest),
+            smallest: self
+                .smallest
+                .wrapping_sub(1)
+                .min(o.smallest.wrapping_sub(1))
+                .wrapping_add(1),
+        }
+    }
+
+    /// Whether every product of a value of `self`'s set and one of
+    /// `other`'s is an f32 exactly, so that a fused multiply-add gives the
+    /// bits of a product rounded and then added. A product of two
+    /// half-precision values has at most 22 significant bits, which f32's
+    /// 24 hold, so it is exact when all values are finite and the extreme
+    /// products lie in f32's normal range, [2^-126, 2^128). Always true
+    /// for finite float16 values; for bfloat16 (f32's exponent range) it
+    /// rules out products that overflow or fall below 2^-126.
+    fn products_exact(&self, other: &Magnitudes) -> bool {
+        const INF: u32 = 0x7F80_0000;
+        if self.largest >= INF || other.largest >= INF {
+            return false;
+        }
+        if self.smallest == 0 || other.smallest == 0 {
+            // One side is all zeros: every product is zero.
+            return true;
+        }
+        // The extreme products, exactly (f64 holds 2 x 24 bits).
+        let product = |a: u32, b: u32| f32::from_bits(a) as f64 * f32::from_bits(b) as f64;
+        product(self.largest, other.largest) < 2f64.powi(128)
+            && product(self.smallest, other.smallest) >= 2f64.powi(-126)
+    }
 }
 
 /// `c` (a view with the output's shape) as row-major f32.
@@ -193,12 +311,50 @@ fn widened<T: Float>(c: &MatrixView<'_>, out_shape: &[i32]) -> Vec<f32> {
 
 /// bfloat16 and float16: the element types this module multiplies.
 #[cfg(target_arch = "x86_64")]
-pub trait Half: Float + lanes::Widen8 {}
+pub trait Half: Float + lanes::Widen8 {
+    /// `dst[i] = src[i]` as f32, a slice at a time (vector instructions
+    /// where the CPU has them).
+    fn widen_slice(src: &[Self], dst: &mut [f32]);
+    /// `dst[i] = src[i]` rounded as MLX rounds (`Float::from_f32`), a
+    /// slice at a time.
+    fn narrow_slice(src: &[f32], dst: &mut [Self]);
+}
 /// bfloat16 and float16: the element types this module multiplies.
 #[cfg(not(target_arch = "x86_64"))]
-pub trait Half: Float {}
-impl Half for bf16 {}
-impl Half for f16 {}
+pub trait Half: Float {
+    /// `dst[i] = src[i]` as f32, a slice at a time.
+    fn widen_slice(src: &[Self], dst: &mut [f32]);
+    /// `dst[i] = src[i]` rounded as MLX rounds, a slice at a time.
+    fn narrow_slice(src: &[f32], dst: &mut [Self]);
+}
+impl Half for bf16 {
+    fn widen_slice(src: &[Self], dst: &mut [f32]) {
+        half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst)
+    }
+    fn narrow_slice(src: &[f32], dst: &mut [Self]) {
+        // Compiled for AVX2, MLX's rounding vectorizes.
+        super::simd::with_fma(|| {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = bf16_from_f32(x);
+            }
+        })
+    }
+}
+impl Half for f16 {
+    fn widen_slice(src: &[Self], dst: &mut [f32]) {
+        half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst)
+    }
+    fn narrow_slice(src: &[f32], dst: &mut [Self]) {
+        // half's conversion (F16C where present) rounds to nearest even
+        // as MLX does; only MLX's NaN pattern is set afterwards.
+        half::slice::HalfFloatSliceExt::convert_from_f32_slice(dst, src);
+        for (d, &x) in dst.iter_mut().zip(src) {
+            if x.is_nan() {
+                *d = f16_from_f32(x);
+            }
+        }
+    }
+}
 
 /// Fills `panel` (`k x BLOCK`, k-major) with the f32 values of `BLOCK` rows
 /// of `src` that are contiguous along k, row `jj` starting at `row(jj)`,
@@ -421,16 +577,51 @@ mod lanes {
         out
     }
 
-    /// `out (ROWS x BLOCK) = rows (ROWS x k) @ panel (k x BLOCK)`, every sum
-    /// in k order with the product rounded first (as the portable loop).
+    /// A kernel `out (R x BLOCK) = rows (R x k) @ panel (k x BLOCK)` for
+    /// some row count R: every sum in k order, each product rounded before
+    /// it is added or, fused, added exactly where the caller has checked
+    /// that the product is an f32 already.
+    pub type Kernel = unsafe fn(&[f32], &[f32], usize, &mut [f32]);
+
+    /// The kernels this CPU runs, most rows first (the last takes one
+    /// row); empty without AVX2 + FMA.
+    pub fn kernels(fused: bool) -> &'static [(usize, Kernel)] {
+        const WIDE: &[(usize, Kernel)] = &[
+            (12, wide::<12, false>),
+            (4, wide::<4, false>),
+            (1, wide::<1, false>),
+        ];
+        const WIDE_FUSED: &[(usize, Kernel)] = &[
+            (12, wide::<12, true>),
+            (4, wide::<4, true>),
+            (1, wide::<1, true>),
+        ];
+        const NARROW: &[(usize, Kernel)] = &[(6, narrow::<6, false>), (1, narrow::<1, false>)];
+        const NARROW_FUSED: &[(usize, Kernel)] = &[(6, narrow::<6, true>), (1, narrow::<1, true>)];
+        use super::super::simd::{has_avx512, has_fma};
+        match (has_avx512(), has_fma(), fused) {
+            (true, _, false) => WIDE,
+            (true, _, true) => WIDE_FUSED,
+            (false, true, false) => NARROW,
+            (false, true, true) => NARROW_FUSED,
+            (false, false, _) => &[],
+        }
+    }
+
+    /// [`Kernel`] on 8-lane vectors, two per row of the panel.
     ///
     /// # Safety
-    /// The CPU must have AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn rows_times_panel(rows: &[f32], panel: &[f32], k: usize, out: &mut [f32]) {
-        use super::ROWS;
-        assert!(rows.len() >= ROWS * k && panel.len() >= k * BLOCK && out.len() >= ROWS * BLOCK);
-        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+    /// The CPU must have AVX2 and FMA; `rows` must hold `R * k` values,
+    /// `panel` `k * BLOCK`, `out` `R * BLOCK`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn narrow<const R: usize, const FUSED: bool>(
+        rows: &[f32],
+        panel: &[f32],
+        k: usize,
+        out: &mut [f32],
+    ) {
+        assert!(rows.len() >= R * k && panel.len() >= k * BLOCK && out.len() >= R * BLOCK);
+        let mut acc = [[_mm256_setzero_ps(); 2]; R];
         for kk in 0..k {
             // SAFETY: kk < k, so kk * BLOCK + 16 <= panel.len() and
             // r * k + kk < rows.len() (asserted above).
@@ -438,15 +629,79 @@ mod lanes {
             let (b0, b1) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
             for (r, acc) in acc.iter_mut().enumerate() {
                 let x = _mm256_set1_ps(*rows.get_unchecked(r * k + kk));
-                acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(x, b0));
-                acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(x, b1));
+                if FUSED {
+                    acc[0] = _mm256_fmadd_ps(x, b0, acc[0]);
+                    acc[1] = _mm256_fmadd_ps(x, b1, acc[1]);
+                } else {
+                    acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(x, b0));
+                    acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(x, b1));
+                }
             }
         }
         for (r, acc) in acc.iter().enumerate() {
-            // SAFETY: r * BLOCK + 16 <= ROWS * BLOCK <= out.len().
+            // SAFETY: r * BLOCK + 16 <= R * BLOCK <= out.len().
             _mm256_storeu_ps(out.as_mut_ptr().add(r * BLOCK), acc[0]);
             _mm256_storeu_ps(out.as_mut_ptr().add(r * BLOCK + 8), acc[1]);
         }
+    }
+
+    /// [`Kernel`] on 16-lane vectors, one per row of the panel: twice the
+    /// work per instruction of [`narrow`], and 32 registers hold 12 rows.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F; sizes as for [`narrow`].
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    unsafe fn wide<const R: usize, const FUSED: bool>(
+        rows: &[f32],
+        panel: &[f32],
+        k: usize,
+        out: &mut [f32],
+    ) {
+        assert!(rows.len() >= R * k && panel.len() >= k * BLOCK && out.len() >= R * BLOCK);
+        let mut acc = [_mm512_setzero_ps(); R];
+        for kk in 0..k {
+            // SAFETY: as in `narrow`.
+            let b = _mm512_loadu_ps(panel.as_ptr().add(kk * BLOCK));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm512_set1_ps(*rows.get_unchecked(r * k + kk));
+                *acc = if FUSED {
+                    _mm512_fmadd_ps(x, b, *acc)
+                } else {
+                    _mm512_add_ps(*acc, _mm512_mul_ps(x, b))
+                };
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: r * BLOCK + 16 <= R * BLOCK <= out.len().
+            _mm512_storeu_ps(out.as_mut_ptr().add(r * BLOCK), *acc);
+        }
+    }
+
+    /// [`super::Magnitudes::of`], eight values at a time.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn magnitudes(v: &[f32]) -> super::Magnitudes {
+        let abs = _mm256_set1_epi32(0x7FFF_FFFF);
+        let one = _mm256_set1_epi32(1);
+        let (mut largest, mut below_smallest) = (_mm256_setzero_si256(), _mm256_set1_epi32(-1));
+        let chunks = v.chunks_exact(8);
+        let rest = super::Magnitudes::of_values(chunks.remainder());
+        for c in chunks {
+            // SAFETY: a chunk holds 8 values.
+            let bits = _mm256_and_si256(_mm256_loadu_si256(c.as_ptr() as *const __m256i), abs);
+            largest = _mm256_max_epu32(largest, bits);
+            below_smallest = _mm256_min_epu32(below_smallest, _mm256_sub_epi32(bits, one));
+        }
+        let (mut hi, mut lo) = ([0u32; 8], [0u32; 8]);
+        _mm256_storeu_si256(hi.as_mut_ptr() as *mut __m256i, largest);
+        _mm256_storeu_si256(lo.as_mut_ptr() as *mut __m256i, below_smallest);
+        let lanes = super::Magnitudes {
+            largest: hi.into_iter().max().unwrap_or(0),
+            smallest: lo.into_iter().min().unwrap_or(u32::MAX).wrapping_add(1),
+        };
+        lanes.join(rest)
     }
 
     /// Asks for each row's values 128 ahead of `kk` (256 bytes): rows of a
@@ -491,5 +746,55 @@ mod lanes {
             _mm256_permute2f128_ps::<0x31>(s2, s6),
             _mm256_permute2f128_ps::<0x31>(s3, s7),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Magnitudes;
+
+    fn exact(a: &[f32], b: &[f32]) -> bool {
+        Magnitudes::of(a).products_exact(&Magnitudes::of(b))
+    }
+
+    #[test]
+    fn products_are_exact_only_inside_f32s_normal_range() {
+        let p = |e: i32| 2f32.powi(e);
+        // Largest: 2^63 * 1.99 * 2^64 < 2^128 is an f32; 2^64 * 2^64 is not.
+        assert!(exact(&[p(63) * 1.992_187_5], &[p(64)]));
+        assert!(!exact(&[p(64)], &[p(64)]));
+        // Smallest: 2^-63 * 2^-63 = 2^-126 is normal; 2^-64 * 2^-63 is not.
+        assert!(exact(&[p(-63), 1.0], &[p(-63)]));
+        assert!(!exact(&[p(-64), 1.0], &[p(-63)]));
+        // A product below 2^-126, infinities and NaN rule fusing out;
+        // zeros do not.
+        assert!(!exact(&[f32::from_bits(1)], &[1.0]));
+        assert!(!exact(&[1.0, f32::INFINITY], &[1.0]));
+        assert!(!exact(&[1.0], &[f32::NAN]));
+        assert!(exact(&[0.0, -0.0], &[p(100), -p(-100)]));
+        assert!(exact(&[], &[1.0]));
+        // Every finite float16 value: 65504 and 2^-24 at the extremes.
+        assert!(exact(&[65504.0, -(p(-24))], &[-65504.0, p(-24)]));
+    }
+
+    #[test]
+    fn the_vector_scan_agrees_with_the_plain_one() {
+        let mut x = 0x2545_F491u32;
+        for len in 0..70 {
+            let v: Vec<f32> = (0..len)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    // Every third value zero (either sign), the rest any bits.
+                    match i % 3 {
+                        0 => f32::from_bits(x & 0x8000_0000),
+                        _ => f32::from_bits(x),
+                    }
+                })
+                .collect();
+            let (a, b) = (Magnitudes::of(&v), Magnitudes::of_values(&v));
+            assert_eq!((a.largest, a.smallest), (b.largest, b.smallest), "{v:?}");
+        }
     }
 }
