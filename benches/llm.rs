@@ -1,5 +1,6 @@
 //! A SmolLM-135M-shaped llama exported by Python MLX (issue 17): decode and
-//! prefill per call, beside the limits measured in the same run.
+//! prefill per call, beside the limits measured in the same run, Python MLX
+//! and llama.cpp.
 //!
 //! The files are large, so they are generated into target/llm/ first:
 //!
@@ -9,21 +10,36 @@
 //! Environment: `LLM_DIR` (default target/llm), `LLM_VARIANTS` (default
 //! f32,bf16,f16,q8g64,q4g64; any `generate.py` wrote), `LLM_PREFILL` (variants
 //! whose prefill is timed, default f32,bf16,q4g64), `LLM_MLX=0` skips Python
-//! MLX, `LLM_MLX_PREFILL=N` times MLX's prefill N times (~17 s a call).
+//! MLX, `LLM_MLX_PREFILL=N` times MLX's prefill N times (~17 s a call),
+//! `LLM_LLAMACPP=0` skips llama.cpp.
+//!
+//! llama.cpp (`benches/llm/llamacpp_times.py`, a GGUF of the same shape with
+//! random weights, written into `LLM_DIR` on the first run) needs
+//! llama-cpp-python and gguf, which build llama.cpp from source (~5 minutes):
+//!
+//!     CMAKE_ARGS="-DGGML_NATIVE=ON" .venv/bin/pip install llama-cpp-python gguf
+//!
+//! Its types stand in for ours: f32 for f32; f16 for both f16 and bf16 (the
+//! script writes no bf16 file; f16 moves the same 2 bytes a weight); q8_0 for
+//! q8g64 and q4_0 for q4g64, llama.cpp's nearest types but not the same bits:
+//! a symmetric f16 scale per 32 weights (8.5 and 4.5 bits a weight) where
+//! ours keep an affine f32 scale and bias per 64 (9 and 5 bits).
 //!
 //! Printed per call: min and median (decode: also "gen min", the calls
 //! chained as a generator makes them, caches moved from one call to the
 //! next so their updates write in place); the bandwidth limit (bytes of the file,
 //! nearly all weights, over the read bandwidth of a 512 MiB sum split between
 //! two threads); prefill GFLOP/s against numpy/OpenBLAS's sgemm; Python
-//! MLX's times; and a fresh process's import, first call and peak RSS for
-//! the MLX file and its native conversion.
+//! MLX's and llama.cpp's min with their ratio to ours (theirs / ours, so >1
+//! means we are faster); and a fresh process's import, first call and peak
+//! RSS for the MLX file and its native conversion.
 
 mod common;
 
 use common::memory::peak_rss;
 use common::{python, python_figures};
 use mlx::{ops, Array, Dtype};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -185,7 +201,7 @@ fn child(file: &str, variant: &str) {
 }
 
 /// Runs the child mode in a fresh process and parses its lines.
-fn fresh_process(file: &Path, variant: &str) -> Option<std::collections::HashMap<String, f64>> {
+fn fresh_process(file: &Path, variant: &str) -> Option<HashMap<String, f64>> {
     let exe = std::env::current_exe().ok()?;
     let out = Command::new(exe)
         .args(["--child", file.to_str()?, variant])
@@ -214,6 +230,41 @@ fn native_copy(mlx_file: &Path) -> PathBuf {
         mlx::export::write_table(&native, f.table(), mlx::Format::Native).unwrap();
     }
     native
+}
+
+/// llama.cpp's type standing in for our variant `v` (see the module doc).
+fn llama_type(v: &str) -> Option<&'static str> {
+    match v {
+        "f32" => Some("f32"),
+        "bf16" | "f16" => Some("f16"),
+        "q8g64" => Some("q8_0"),
+        "q4g64" => Some("q4_0"),
+        _ => None,
+    }
+}
+
+/// Runs `benches/llm/<name> DIR DECODE_REPS PREFILL_REPS VARIANT...` (see
+/// `python_figures`); None, not run, when the env var `skip` is 0 or `args`
+/// name no variant.
+fn script_figures(
+    what: &str,
+    skip: &str,
+    name: &str,
+    args: &[&str],
+) -> Option<HashMap<String, f64>> {
+    if std::env::var(skip).as_deref() == Ok("0") || args.len() <= 3 {
+        return None;
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/llm");
+    let script = std::fs::read_to_string(Path::new(dir).join(name)).unwrap_or_default();
+    // With -c, Python does not put the script's folder (generate.py) on sys.path.
+    let script = format!("import sys; sys.path.insert(0, {dir:?})\n{script}");
+    Some(python_figures(what, &script, args))
+}
+
+/// `x` with `prec` decimals, or "-".
+fn cell(x: Option<f64>, prec: usize) -> String {
+    x.map_or("-".into(), |x| format!("{x:.prec$}"))
 }
 
 fn list(var: &str, default: &str) -> Vec<String> {
@@ -256,28 +307,49 @@ fn main() {
     let bw = bandwidth();
     let sgemm = python_figures("numpy sgemm", SGEMM_SCRIPT, &[]);
     let sgemm = sgemm.get("sgemm_gflops").copied();
-    let mlx_times = if std::env::var("LLM_MLX").as_deref() == Ok("0") {
-        Default::default()
-    } else {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/llm/mlx_times.py");
-        let script = std::fs::read_to_string(&script).unwrap_or_default();
-        let script = format!(
-            "import sys; sys.path.insert(0, {:?})\n{script}",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/benches/llm")
-        );
-        let prefill_reps = std::env::var("LLM_MLX_PREFILL").unwrap_or_else(|_| "0".into());
-        let mut args = vec![dir.to_str().unwrap(), "5", &prefill_reps];
-        args.extend(variants.iter().map(|s| s.as_str()));
-        python_figures("Python MLX", &script, &args)
+    let dir_str = dir.to_str().unwrap();
+    let prefill_reps = std::env::var("LLM_MLX_PREFILL").unwrap_or_else(|_| "0".into());
+    let mut args = vec![dir_str, "5", &prefill_reps];
+    args.extend(variants.iter().map(|s| s.as_str()));
+    let mlx_times =
+        script_figures("Python MLX", "LLM_MLX", "mlx_times.py", &args).unwrap_or_default();
+    // The prefill table shows only variants also in LLM_VARIANTS.
+    let mut args = vec![dir_str, "10", "3"];
+    for t in variants.iter().filter_map(|v| llama_type(v)) {
+        if !args.contains(&t) {
+            args.push(t);
+        }
+    }
+    let llama_times = script_figures("llama.cpp", "LLM_LLAMACPP", "llamacpp_times.py", &args);
+    let llama_missing = llama_times.as_ref().is_some_and(|m| m.is_empty());
+    let llama_times = llama_times.unwrap_or_default();
+    let llama_min = |v: &str, call: &str| {
+        let t = llama_type(v)?;
+        llama_times.get(&format!("{t}_{call}_min")).copied()
     };
     println!("read bandwidth (512 MiB, 2 threads): {:.1} GB/s", bw / 1e9);
     match sgemm {
         Some(g) => println!("numpy/OpenBLAS sgemm 2048^3: {g:.1} GFLOP/s"),
         None => println!("numpy/OpenBLAS sgemm: not measured (no numpy)"),
     }
+    if llama_missing {
+        println!(
+            "llama.cpp: not measured; to install (builds from source, ~5 minutes): CMAKE_ARGS=\"-DGGML_NATIVE=ON\" {} -m pip install llama-cpp-python gguf",
+            python()
+        );
+    }
     println!(
-        "\n{:<7} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>7}",
-        "decode", "min ms", "median", "gen min", "limit ms", "lim/us", "MLX ms", "MLX/us"
+        "\n{:<7} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7}",
+        "decode",
+        "min ms",
+        "median",
+        "gen min",
+        "limit ms",
+        "lim/us",
+        "MLX ms",
+        "MLX/us",
+        "llama ms",
+        "ll/us"
     );
     for v in &variants {
         let file = dir.join(format!("{v}_decode.mlxfn"));
@@ -290,20 +362,23 @@ fn main() {
         let chained = time_decode_chained(&f, args, DECODE_REPS)[0];
         let limit = bytes / bw;
         let mlx_min = mlx_times.get(&format!("{v}_decode_min"));
+        let ll = llama_min(v, "decode");
         println!(
-            "{v:<7} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7.2} {:>9} {:>7}",
+            "{v:<7} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7.2} {:>9} {:>7} {:>9} {:>7}",
             lo * 1e3,
             med * 1e3,
             chained * 1e3,
             limit * 1e3,
             limit / lo,
-            mlx_min.map_or("-".into(), |m| format!("{:.1}", m * 1e3)),
-            mlx_min.map_or("-".into(), |m| format!("{:.1}", m / lo)),
+            cell(mlx_min.map(|m| m * 1e3), 1),
+            cell(mlx_min.map(|m| m / lo), 1),
+            cell(ll.map(|m| m * 1e3), 2),
+            cell(ll.map(|m| m / lo), 2),
         );
     }
     println!(
-        "\n{:<7} {:>9} {:>9} {:>8} {:>9} {:>8}",
-        "prefill", "min ms", "median", "GFLOP/s", "/sgemm", "/f32"
+        "\n{:<7} {:>9} {:>9} {:>8} {:>9} {:>8} {:>9} {:>7}",
+        "prefill", "min ms", "median", "GFLOP/s", "/sgemm", "/f32", "llama ms", "ll/us"
     );
     let mut f32_prefill = None;
     for v in prefill.iter().filter(|v| variants.contains(v)) {
@@ -318,13 +393,16 @@ fn main() {
             f32_prefill = Some(lo);
         }
         let gflops = prefill_flops() / lo / 1e9;
+        let ll = llama_min(v, "prefill");
         println!(
-            "{v:<7} {:>9.1} {:>9.1} {:>8.1} {:>9} {:>8}",
+            "{v:<7} {:>9.1} {:>9.1} {:>8.1} {:>9} {:>8} {:>9} {:>7}",
             lo * 1e3,
             med * 1e3,
             gflops,
-            sgemm.map_or("-".into(), |g| format!("{:.2}", gflops / g)),
-            f32_prefill.map_or("-".into(), |f| format!("{:.2}", lo / f)),
+            cell(sgemm.map(|g| gflops / g), 2),
+            cell(f32_prefill.map(|f| lo / f), 2),
+            cell(ll.map(|m| m * 1e3), 1),
+            cell(ll.map(|m| m / lo), 2),
         );
         if let Some(m) = mlx_times.get(&format!("{v}_prefill_min")) {
             println!("        Python MLX prefill: {:.0} ms", m * 1e3);
