@@ -471,6 +471,66 @@ fn half_products_that_overflow_are_rounded_before_the_sum() {
     assert_eq!(got.to_vec::<f32>().unwrap(), vec![f32::INFINITY; m * n]);
 }
 
+/// Products of many rows: the 12-row kernels, k past one cache step (256),
+/// and a left operand past one L2 chunk (300 x 1000 f32 > 1 MiB, so rows
+/// are taken 252 at a time). f32 against the f64 loop; bfloat16 bit for
+/// bit against MLX's order written out.
+#[test]
+fn products_of_many_rows_in_cache_sized_steps() {
+    for (m, k, n, tb) in [
+        (37, 300, 33, false),
+        (40, 513, 48, true),
+        (300, 1000, 20, true),
+    ] {
+        let av = values(m * k, 5);
+        let bv = values(k * n, 6);
+        let a = Array::from_slice(&av, &[m as i32, k as i32]).unwrap();
+        let b = Array::from_slice(&bv, &[k as i32, n as i32]).unwrap();
+        let b = if tb { col_major(&b) } else { b };
+        let want = naive(&av, &bv, None, 1, m, k, n, 1.0, 0.0);
+        let want = Array::from_slice(&want, &[m as i32, n as i32]).unwrap();
+        assert_close(&ops::matmul(&a, &b).unwrap(), &want, 1e-5, 1e-5);
+        // alpha and beta with c.
+        let cv = values(m * n, 7);
+        let c = Array::from_slice(&cv, &[m as i32, n as i32]).unwrap();
+        let want = naive(&av, &bv, Some(&cv), 1, m, k, n, 2.0, 0.5);
+        let want = Array::from_slice(&want, &[m as i32, n as i32]).unwrap();
+        assert_close(
+            &ops::addmm(&c, &a, &b, 2.0, 0.5).unwrap(),
+            &want,
+            1e-5,
+            1e-5,
+        );
+
+        let round = |v: f32| half::bf16::from_f32(v).to_f32();
+        let xv: Vec<f32> = av.iter().map(|&v| round(v as f32)).collect();
+        // W (n x k) holds b's values, so that x @ W.T = a @ b.
+        let wv: Vec<f32> = (0..n * k)
+            .map(|i| round(bv[(i % k) * n + i / k] as f32))
+            .collect();
+        let bf = |v: &[f32], shape: &[i32]| {
+            ops::astype(&Array::from_slice(v, shape).unwrap(), Dtype::Bfloat16).unwrap()
+        };
+        let w = bf(&wv, &[n as i32, k as i32]).transpose(&[1, 0]).unwrap();
+        let got = ops::astype(
+            &ops::matmul(&bf(&xv, &[m as i32, k as i32]), &w).unwrap(),
+            Dtype::Float32,
+        )
+        .unwrap();
+        let got: Vec<u32> = got
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let want: Vec<u32> = half_reference(&xv, k, &wv, n, round)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert_eq!(got, want, "bf16 {m} x {k} x {n}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 

@@ -32,10 +32,17 @@ use rayon::prelude::*;
 const BLOCK: usize = 16;
 /// Multiply-adds above which the blocks are spread over threads.
 const PAR_WORK: usize = 1 << 18;
+/// Steps of k a kernel call takes (its group and panel slices, 12-16 KiB
+/// each, stay in L1).
+const KC: usize = 256;
+/// Bytes of the left operand's rows (as f32) that one task sweeps: about
+/// half of a core's L2 cache (1-2 MiB on current x86 cores).
+const LHS_BYTES: usize = 1 << 20;
 
 /// `out = alpha * (a @ b) + beta * c` over the last two axes, batched over the
 /// leading ones; `out` is a row-major buffer of `out_shape` in `dtype`
-/// (bfloat16; anything else is taken as float16). Without `c`, beta is ignored.
+/// (bfloat16, float16 or float32; see [`takes_f32`]). Without `c`, beta is
+/// ignored.
 #[allow(clippy::too_many_arguments)]
 pub fn addmm(
     out: &mut Buffer,
@@ -47,16 +54,31 @@ pub fn addmm(
     beta: f32,
     out_shape: &[i32],
 ) {
-    if dtype == Dtype::Bfloat16 {
-        let dst = out.as_mut_slice::<bf16>().expect("heap buffer");
-        addmm_typed(dst, a, b, c, alpha, beta, out_shape)
-    } else {
-        let dst = out.as_mut_slice::<f16>().expect("heap buffer");
-        addmm_typed(dst, a, b, c, alpha, beta, out_shape)
+    let heap = "heap buffer";
+    match dtype {
+        Dtype::Bfloat16 => {
+            let dst = out.as_mut_slice::<bf16>().expect(heap);
+            addmm_typed(dst, a, b, c, alpha, beta, out_shape)
+        }
+        Dtype::Float32 => {
+            let dst = out.as_mut_slice::<f32>().expect(heap);
+            addmm_typed(dst, a, b, c, alpha, beta, out_shape)
+        }
+        _ => {
+            let dst = out.as_mut_slice::<f16>().expect(heap);
+            addmm_typed(dst, a, b, c, alpha, beta, out_shape)
+        }
     }
 }
 
-fn addmm_typed<T: Half>(
+/// Whether f32 products of `m` rows are better done here than by the
+/// `gemm` crate: with AVX-512 (which `gemm` uses only on nightly Rust) and
+/// rows enough for the 12-row kernel.
+pub fn takes_f32(m: usize) -> bool {
+    m >= 12 && super::simd::has_avx512()
+}
+
+fn addmm_typed<T: Operand>(
     dst: &mut [T],
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
@@ -65,6 +87,9 @@ fn addmm_typed<T: Half>(
     beta: f32,
     out_shape: &[i32],
 ) {
+    if dst.is_empty() {
+        return;
+    }
     let nd = out_shape.len();
     let (m, n) = (out_shape[nd - 2] as usize, out_shape[nd - 1] as usize);
     let k = a.shape[nd - 1] as usize;
@@ -76,12 +101,27 @@ fn addmm_typed<T: Half>(
     // beside the product, and read `n / BLOCK` times.
     let (a_rs, a_cs) = (a.data.strides[nd - 2], a.data.strides[nd - 1]);
     let lhs = widen_rows::<T>(a.data.buffer.as_slice::<T>(), &a_off, m, k, a_rs, a_cs);
-    let lhs_range = Magnitudes::of(&lhs);
+    let lhs = grouped(&lhs, m, k);
+    let lhs_range = (!T::ALWAYS_FUSED).then(|| Magnitudes::of(&lhs));
     let (b_rs, b_cs) = (b.data.strides[nd - 2], b.data.strides[nd - 1]);
     let b_src = b.data.buffer.as_slice::<T>();
     let blocks = n.div_ceil(BLOCK);
+    // Rows are taken in chunks whose f32 values fit in a core's L2 cache;
+    // consecutive tasks share a chunk, so each chunk is read from memory once.
+    let chunk_rows = if m * k * 4 <= LHS_BYTES {
+        m
+    } else {
+        (LHS_BYTES / (4 * k) / 12 * 12).max(12)
+    };
+    let chunks = m.div_ceil(chunk_rows);
+    // Task `t`: batch entry `e`, rows from `i0`, columns from `j0`.
+    let place = |t: usize| {
+        let (e, rc, cb) = (t / (blocks * chunks), t / blocks % chunks, t % blocks);
+        let i0 = rc * chunk_rows;
+        (e, i0, chunk_rows.min(m - i0), cb * BLOCK)
+    };
     let sums_of = |t: usize| -> Vec<f32> {
-        let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
+        let (e, i0, rows, j0) = place(t);
         let width = BLOCK.min(n - j0);
         let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
         // (k = 0 leaves nothing to read: the scalar loop below does nothing.)
@@ -91,10 +131,10 @@ fn addmm_typed<T: Half>(
                 return sums.to_vec();
             }
         }
-        let lhs = &lhs[e * m * k..(e + 1) * m * k];
+        let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
         let product = |panel: &[f32]| {
-            let fused = lhs_range.products_exact(&Magnitudes::of(panel));
-            sweep(lhs, panel, m, k, fused)
+            let fused = lhs_range.is_none_or(|r| r.products_exact(&Magnitudes::of(panel)));
+            sweep(lhs, panel, rows, k, fused)
         };
         let mut panel = vec![0f32; k * BLOCK];
         if rows_along_k && transpose_widen(b_src, k, row, &mut panel) {
@@ -114,12 +154,12 @@ fn addmm_typed<T: Half>(
         }
         product(&panel)
     };
-    // Block `t`'s `m x width` outputs, in the half type.
+    // Task `t`'s `rows x width` outputs, in the output type.
     let block = |t: usize| -> Vec<T> {
         let mut sums = sums_of(t);
-        let (e, j0) = (t / blocks, (t % blocks) * BLOCK);
+        let (e, i0, rows, j0) = place(t);
         let width = BLOCK.min(n - j0);
-        let mut out = vec![T::zero(); m * width];
+        let mut out = vec![T::zero(); rows * width];
         for (i, (sums, out)) in sums
             .chunks_exact_mut(BLOCK)
             .zip(out.chunks_exact_mut(width))
@@ -127,7 +167,7 @@ fn addmm_typed<T: Half>(
         {
             let sums = &mut sums[..width];
             if let Some(c) = &c_in {
-                let at = (e * m + i) * n + j0;
+                let at = (e * m + i0 + i) * n + j0;
                 for (s, &c) in sums.iter_mut().zip(&c[at..at + width]) {
                     *s = alpha * *s + beta * c;
                 }
@@ -139,7 +179,7 @@ fn addmm_typed<T: Half>(
         }
         out
     };
-    let tasks = a_off.len() * blocks;
+    let tasks = a_off.len() * chunks * blocks;
     let parallel = a_off.len() * m * n * k >= PAR_WORK;
     let outs: Vec<Vec<T>> = if parallel {
         (0..tasks)
@@ -153,7 +193,9 @@ fn addmm_typed<T: Half>(
     // Output row `r` (batch entry r / m, row r % m) from its blocks.
     let write_row = |(r, dst): (usize, &mut [T])| {
         let (e, i) = (r / m, r % m);
-        for (out, dst) in outs[e * blocks..].iter().zip(dst.chunks_mut(BLOCK)) {
+        let (rc, i) = (i / chunk_rows, i % chunk_rows);
+        let outs = &outs[(e * chunks + rc) * blocks..];
+        for (out, dst) in outs.iter().zip(dst.chunks_mut(BLOCK)) {
             dst.copy_from_slice(&out[i * dst.len()..(i + 1) * dst.len()]);
         }
     };
@@ -166,7 +208,8 @@ fn addmm_typed<T: Half>(
     }
 }
 
-/// `lhs (m x k) @ panel (k x BLOCK)` as `m x BLOCK` sums, each in `k` order.
+/// `lhs (m x k, rows in groups: [`grouped`]) @ panel (k x BLOCK)` as
+/// `m x BLOCK` sums, each in `k` order.
 /// `fused`: every product of an `lhs` and a `panel` value is exact in f32
 /// ([`Magnitudes::products_exact`]), so a fused multiply-add rounds each
 /// step as the product-then-sum does.
@@ -176,16 +219,25 @@ fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize, fused: bool) -> Vec<f32
     #[cfg(target_arch = "x86_64")]
     for (rows, kernel) in lanes::kernels(fused) {
         while i + rows <= m {
-            // SAFETY: `kernels` lists only kernels whose instructions the
-            // CPU has; `rows` rows of `lhs` and of `out` are passed.
-            unsafe {
-                kernel(
-                    &lhs[i * k..(i + rows) * k],
-                    panel,
-                    k,
-                    &mut out[i * BLOCK..(i + rows) * BLOCK],
-                )
-            };
+            // k in steps of KC: a step's slices of the group and the panel
+            // stay in L1 while the group's sums carry on from the last step.
+            let group = &lhs[i * k..(i + rows) * k];
+            let sums = &mut out[i * BLOCK..(i + rows) * BLOCK];
+            for k0 in (0..k).step_by(KC) {
+                let kc = KC.min(k - k0);
+                // SAFETY: `kernels` lists only kernels whose instructions
+                // the CPU has; the group is k-major, so its values at
+                // k0..k0 + kc are `rows * kc` neighbours; the panel's are
+                // `kc * BLOCK`.
+                unsafe {
+                    kernel(
+                        &group[k0 * rows..(k0 + kc) * rows],
+                        &panel[k0 * BLOCK..(k0 + kc) * BLOCK],
+                        kc,
+                        sums,
+                    )
+                };
+            }
             i += rows;
         }
     }
@@ -206,7 +258,7 @@ fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize, fused: bool) -> Vec<f32
 
 /// The rows `a_off[e] + i * rs` (`i < m`, `k` values `cs` apart) of `src`,
 /// widened to f32, one after another.
-fn widen_rows<T: Half>(
+fn widen_rows<T: Operand>(
     src: &[T],
     a_off: &[isize],
     m: usize,
@@ -226,6 +278,44 @@ fn widen_rows<T: Half>(
                 *d = src[(start + j as isize * cs) as usize].to_f32();
             }
         }
+    }
+    out
+}
+
+/// `rows` (row-major, `m x k` per batch entry) in the kernels' layout:
+/// each entry's rows taken in groups of the kernels' row counts, largest
+/// first ([`lanes::kernels`]; 12, 4, 1 with AVX-512), each group k-major
+/// (its rows' values at k side by side). A kernel then reads one stream
+/// at fixed offsets instead of a pointer per row; a group of one row, and
+/// every row without vector kernels, is the row as it was.
+fn grouped(rows: &[f32], m: usize, k: usize) -> Vec<f32> {
+    #[cfg(target_arch = "x86_64")]
+    let sizes: Vec<usize> = lanes::kernels(false).iter().map(|&(r, _)| r).collect();
+    #[cfg(not(target_arch = "x86_64"))]
+    let sizes: Vec<usize> = Vec::new();
+    if sizes.iter().all(|&r| r == 1) || k == 0 {
+        return rows.to_vec();
+    }
+    let mut out = vec![0f32; rows.len()];
+    let entry = |(src, dst): (&[f32], &mut [f32])| {
+        let mut i = 0;
+        for &r in &sizes {
+            while i + r <= m {
+                let group = &mut dst[i * k..(i + r) * k];
+                for (j, row) in src[i * k..(i + r) * k].chunks_exact(k).enumerate() {
+                    for (d, &x) in group.iter_mut().skip(j).step_by(r).zip(row) {
+                        *d = x;
+                    }
+                }
+                i += r;
+            }
+        }
+    };
+    let pairs = rows.chunks_exact(m * k).zip(out.chunks_exact_mut(m * k));
+    if rows.len() >= PAR_WORK {
+        pairs.par_bridge().for_each(entry);
+    } else {
+        pairs.for_each(entry);
     }
     out
 }
@@ -309,9 +399,12 @@ fn widened<T: Float>(c: &MatrixView<'_>, out_shape: &[i32]) -> Vec<f32> {
     out
 }
 
-/// bfloat16 and float16: the element types this module multiplies.
+/// The element types this module multiplies: bfloat16, float16 and f32.
 #[cfg(target_arch = "x86_64")]
-pub trait Half: Float + lanes::Widen8 {
+pub trait Operand: Float + lanes::Widen8 {
+    /// Whether products always take fused multiply-adds: MLX specifies no
+    /// summation order for f32 (its CPU build calls BLAS, which fuses).
+    const ALWAYS_FUSED: bool = false;
     /// `dst[i] = src[i]` as f32, a slice at a time (vector instructions
     /// where the CPU has them).
     fn widen_slice(src: &[Self], dst: &mut [f32]);
@@ -319,15 +412,26 @@ pub trait Half: Float + lanes::Widen8 {
     /// slice at a time.
     fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
-/// bfloat16 and float16: the element types this module multiplies.
+/// The element types this module multiplies: bfloat16, float16 and f32.
 #[cfg(not(target_arch = "x86_64"))]
-pub trait Half: Float {
+pub trait Operand: Float {
+    /// See the x86 definition.
+    const ALWAYS_FUSED: bool = false;
     /// `dst[i] = src[i]` as f32, a slice at a time.
     fn widen_slice(src: &[Self], dst: &mut [f32]);
     /// `dst[i] = src[i]` rounded as MLX rounds, a slice at a time.
     fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
-impl Half for bf16 {
+impl Operand for f32 {
+    const ALWAYS_FUSED: bool = true;
+    fn widen_slice(src: &[Self], dst: &mut [f32]) {
+        dst.copy_from_slice(src)
+    }
+    fn narrow_slice(src: &[f32], dst: &mut [Self]) {
+        dst.copy_from_slice(src)
+    }
+}
+impl Operand for bf16 {
     fn widen_slice(src: &[Self], dst: &mut [f32]) {
         half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst)
     }
@@ -340,7 +444,7 @@ impl Half for bf16 {
         })
     }
 }
-impl Half for f16 {
+impl Operand for f16 {
     fn widen_slice(src: &[Self], dst: &mut [f32]) {
         half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst)
     }
@@ -360,7 +464,7 @@ impl Half for f16 {
 /// of `src` that are contiguous along k, row `jj` starting at `row(jj)`,
 /// eight by eight through in-register transposes. False (and `panel`
 /// untouched) when the CPU lacks the instructions.
-fn transpose_widen<T: Half>(
+fn transpose_widen<T: Operand>(
     src: &[T],
     k: usize,
     row: impl Fn(usize) -> isize,
@@ -379,7 +483,7 @@ fn transpose_widen<T: Half>(
 /// Fills `panel` (`k x BLOCK`) with the f32 values of `BLOCK` neighbouring
 /// values at `start(kk)` for each `kk`, widened eight at a time. False (and
 /// `panel` untouched) when the CPU lacks the instructions.
-fn widen_columns<T: Half>(
+fn widen_columns<T: Operand>(
     src: &[T],
     k: usize,
     start: impl Fn(usize) -> isize,
@@ -398,7 +502,7 @@ fn widen_columns<T: Half>(
 /// `x . row(jj)` for the `BLOCK` rows (contiguous along k) a batch-1 layer
 /// `x @ W.T` reads, without a panel: each 8 x 8 block is transposed in
 /// registers and added in k order. None when the CPU lacks the instructions.
-fn row_times_rows<T: Half>(
+fn row_times_rows<T: Operand>(
     src: &[T],
     k: usize,
     row: impl Fn(usize) -> isize,
@@ -444,6 +548,13 @@ mod lanes {
         unsafe fn widen8(p: *const Self) -> __m256 {
             let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
             _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+        }
+    }
+
+    impl Widen8 for f32 {
+        #[inline(always)]
+        unsafe fn widen8(p: *const Self) -> __m256 {
+            _mm256_loadu_ps(p)
         }
     }
 
@@ -577,7 +688,7 @@ mod lanes {
         out
     }
 
-    /// A kernel `out (R x BLOCK) = rows (R x k) @ panel (k x BLOCK)` for
+    /// A kernel `out (R x BLOCK) += rows (R x k, k-major) @ panel (k x BLOCK)` for
     /// some row count R: every sum in k order, each product rounded before
     /// it is added or, fused, added exactly where the caller has checked
     /// that the product is an f32 already.
@@ -611,7 +722,7 @@ mod lanes {
     /// [`Kernel`] on 8-lane vectors, two per row of the panel.
     ///
     /// # Safety
-    /// The CPU must have AVX2 and FMA; `rows` must hold `R * k` values,
+    /// The CPU must have AVX2 and FMA; `rows` must hold `R * k` values (k-major: R per k),
     /// `panel` `k * BLOCK`, `out` `R * BLOCK`.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn narrow<const R: usize, const FUSED: bool>(
@@ -621,14 +732,18 @@ mod lanes {
         out: &mut [f32],
     ) {
         assert!(rows.len() >= R * k && panel.len() >= k * BLOCK && out.len() >= R * BLOCK);
-        let mut acc = [[_mm256_setzero_ps(); 2]; R];
+        let mut acc: [[__m256; 2]; R] = std::array::from_fn(|r| {
+            // SAFETY: r * BLOCK + 16 <= R * BLOCK <= out.len().
+            let o = out.as_ptr().add(r * BLOCK);
+            [_mm256_loadu_ps(o), _mm256_loadu_ps(o.add(8))]
+        });
         for kk in 0..k {
             // SAFETY: kk < k, so kk * BLOCK + 16 <= panel.len() and
-            // r * k + kk < rows.len() (asserted above).
+            // kk * R + r < R * k <= rows.len() (asserted above).
             let p = panel.as_ptr().add(kk * BLOCK);
             let (b0, b1) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
             for (r, acc) in acc.iter_mut().enumerate() {
-                let x = _mm256_set1_ps(*rows.get_unchecked(r * k + kk));
+                let x = _mm256_set1_ps(*rows.get_unchecked(kk * R + r));
                 if FUSED {
                     acc[0] = _mm256_fmadd_ps(x, b0, acc[0]);
                     acc[1] = _mm256_fmadd_ps(x, b1, acc[1]);
@@ -658,12 +773,14 @@ mod lanes {
         out: &mut [f32],
     ) {
         assert!(rows.len() >= R * k && panel.len() >= k * BLOCK && out.len() >= R * BLOCK);
-        let mut acc = [_mm512_setzero_ps(); R];
+        // SAFETY: r * BLOCK + 16 <= R * BLOCK <= out.len().
+        let mut acc: [__m512; R] =
+            std::array::from_fn(|r| _mm512_loadu_ps(out.as_ptr().add(r * BLOCK)));
         for kk in 0..k {
             // SAFETY: as in `narrow`.
             let b = _mm512_loadu_ps(panel.as_ptr().add(kk * BLOCK));
             for (r, acc) in acc.iter_mut().enumerate() {
-                let x = _mm512_set1_ps(*rows.get_unchecked(r * k + kk));
+                let x = _mm512_set1_ps(*rows.get_unchecked(kk * R + r));
                 *acc = if FUSED {
                     _mm512_fmadd_ps(x, b, *acc)
                 } else {

@@ -56,7 +56,11 @@ pub fn addmm(
     if dtype == Dtype::Float32 && c.is_none() && one_row_gemv(&a, &b, alpha, out_shape, &mut buf) {
         return Ok(Data::contiguous(buf, out_shape));
     }
+    let m = out_shape[nd - 2] as usize;
     match dtype {
+        Dtype::Float32 if super::half_gemm::takes_f32(m) => {
+            super::half_gemm::addmm(&mut buf, dtype, &a, &b, c.as_ref(), alpha, beta, out_shape)
+        }
         Dtype::Float32 => run::<f32>(&mut buf, &a, &b, c.as_ref(), alpha, beta, out_shape),
         Dtype::Float64 => run::<f64>(
             &mut buf,
