@@ -119,11 +119,13 @@ fn matches_dequantize_then_matmul() {
         &[40, 256],
     )
     .unwrap();
+    // 200 output columns: three 64-column tiles and one of 8 (less than
+    // one 16-column block of the AVX-512 path).
     let w = Array::from_slice(
-        &(0..192 * 256)
+        &(0..200 * 256)
             .map(|i| ((i * 53 % 97) as f32 - 48.0) / 30.0)
             .collect::<Vec<_>>(),
-        &[192, 256],
+        &[200, 256],
     )
     .unwrap();
     for (bits, gs) in [(4, 64), (3, 128), (8, 32)] {

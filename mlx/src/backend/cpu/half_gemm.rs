@@ -78,6 +78,51 @@ pub fn takes_f32(m: usize) -> bool {
     m >= 12 && super::simd::has_avx512()
 }
 
+/// The left operand of f32 products whose right operand arrives a tile
+/// at a time (quantized weights, dequantized tile by tile): its rows
+/// grouped once for the kernels.
+pub struct Rows {
+    grouped: Vec<f32>,
+    m: usize,
+    k: usize,
+}
+
+impl Rows {
+    /// `x`: `m x k`, row-major.
+    pub fn new(x: &[f32], m: usize, k: usize) -> Rows {
+        Rows {
+            grouped: grouped(&x[..m * k], m, k),
+            m,
+            k,
+        }
+    }
+
+    /// `x @ tile.T` (`m x nb`, row-major) for `nb` rows of length k of a
+    /// row-major f32 `tile`.
+    pub fn times_rows_of(&self, tile: &[f32], nb: usize) -> Vec<f32> {
+        let (m, k) = (self.m, self.k);
+        let mut out = vec![0f32; m * nb];
+        let mut panel = vec![0f32; k * BLOCK];
+        for j0 in (0..nb).step_by(BLOCK) {
+            let width = BLOCK.min(nb - j0);
+            let row = |jj: usize| ((j0 + jj) * k) as isize;
+            if width < BLOCK || k == 0 || !transpose_widen(tile, k, row, &mut panel) {
+                panel.iter_mut().for_each(|p| *p = 0.0);
+                for jj in 0..width {
+                    for kk in 0..k {
+                        panel[kk * BLOCK + jj] = tile[(j0 + jj) * k + kk];
+                    }
+                }
+            }
+            let sums = sweep(&self.grouped, &panel, m, k, true);
+            for (out, sums) in out.chunks_exact_mut(nb).zip(sums.chunks_exact(BLOCK)) {
+                out[j0..j0 + width].copy_from_slice(&sums[..width]);
+            }
+        }
+        out
+    }
+}
+
 fn addmm_typed<T: Operand>(
     dst: &mut [T],
     a: &MatrixView<'_>,

@@ -224,6 +224,9 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
         TILE.max(p.group_size)
     };
     let dst = Tile::new(out);
+    // With AVX-512, the 16-lane kernels of `half_gemm` (x grouped once).
+    let rows =
+        (transpose && super::half_gemm::takes_f32(m)).then(|| super::half_gemm::Rows::new(x, m, k));
     let run = |&n0: &usize| {
         let nb = step.min(n - n0);
         let tile = if transpose {
@@ -245,6 +248,10 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
         } else {
             (nb as isize, 1)
         };
+        if let Some(rows) = &rows {
+            // SAFETY: each tile writes the disjoint column block n0..n0+nb of out.
+            return unsafe { dst.write_block(m, nb, n0, n, &rows.times_rows_of(&tile, nb)) };
+        }
         // SAFETY: each tile writes the disjoint column block n0..n0+nb of out.
         unsafe { dst.gemm_block(m, nb, k, n0, n, x, k as isize, &tile, rhs_rs, rhs_cs) };
     };
