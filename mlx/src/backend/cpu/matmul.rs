@@ -1,10 +1,12 @@
-//! Batched matrix products through the `gemm` crate.
+//! Batched matrix products: `gemm` crate or our panel kernels.
 //!
 //! Operands are read in place through their strides (a transposed view
-//! costs nothing; a broadcast batch has stride 0). f32, f64, f16 and
-//! complex64 go to `gemm` directly; bfloat16 and float16 go to
-//! [`half_gemm`](super::half_gemm), which sums in MLX's order. Large products use every rayon thread inside
-//! one `gemm` call; many small ones are spread over the batch instead.
+//! costs nothing; a broadcast batch has stride 0). f64, complex64, and f32
+//! without AVX-512 (or with fewer than 12 rows) go to `gemm`; bfloat16 and
+//! float16 (summed in MLX's order), and f32 on AVX-512 CPUs, go to
+//! [`panel_gemm`](super::panel_gemm). Large products use every rayon
+//! thread inside one `gemm` call; many small ones are spread over the
+//! batch instead.
 
 use crate::array::Data;
 use crate::backend::cpu::copy::for_each_row;
@@ -58,8 +60,8 @@ pub fn addmm(
     }
     let m = out_shape[nd - 2] as usize;
     match dtype {
-        Dtype::Float32 if super::half_gemm::takes_f32(m) => {
-            super::half_gemm::addmm(&mut buf, dtype, &a, &b, c.as_ref(), alpha, beta, out_shape)
+        Dtype::Float32 if super::panel_gemm::takes_f32(m) => {
+            super::panel_gemm::addmm(&mut buf, dtype, &a, &b, c.as_ref(), alpha, beta, out_shape)
         }
         Dtype::Float32 => run::<f32>(&mut buf, &a, &b, c.as_ref(), alpha, beta, out_shape),
         Dtype::Float64 => run::<f64>(
@@ -83,7 +85,7 @@ pub fn addmm(
         // gemm's f16 kernel and a widened f32 product round differently
         // from MLX; half types take MLX's own order.
         Dtype::Float16 | Dtype::Bfloat16 => {
-            super::half_gemm::addmm(&mut buf, dtype, &a, &b, c.as_ref(), alpha, beta, out_shape)
+            super::panel_gemm::addmm(&mut buf, dtype, &a, &b, c.as_ref(), alpha, beta, out_shape)
         }
         other => {
             return Err(Error::invalid(

@@ -8,11 +8,11 @@ pub mod factor;
 pub mod fast;
 pub mod fft;
 pub mod gemv;
-pub mod half_gemm;
 pub mod indexing;
 pub mod math;
 pub mod matmul;
 pub mod num;
+pub mod panel_gemm;
 pub mod qgemv;
 #[cfg(target_arch = "x86_64")]
 mod qgemv512;

@@ -224,9 +224,9 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
         TILE.max(p.group_size)
     };
     let dst = Tile::new(out);
-    // With AVX-512, the 16-lane kernels of `half_gemm` (x grouped once).
-    let rows =
-        (transpose && super::half_gemm::takes_f32(m)).then(|| super::half_gemm::Rows::new(x, m, k));
+    // With AVX-512, the 16-lane kernels of `panel_gemm` (x grouped once).
+    let rows = (transpose && super::panel_gemm::takes_f32(m))
+        .then(|| super::panel_gemm::Rows::new(x, m, k));
     let run = |&n0: &usize| {
         let nb = step.min(n - n0);
         let tile = if transpose {

@@ -1,4 +1,5 @@
-//! Matrix products of bfloat16 and float16 operands in MLX's order.
+//! Matrix products through widened panels: bfloat16 and float16 in MLX's
+//! order, and f32 on CPUs with AVX-512 ([`takes_f32`]).
 //!
 //! MLX's CPU build (x86 and Linux, no Accelerate) multiplies half-precision
 //! matrices in f32: every output element is `Σ_k a[i,k] * b[k,j]` summed
@@ -13,6 +14,9 @@
 //! laid out `k`-major, then rows of `a` sweep it, up to 12 at a time, with
 //! `BLOCK` accumulators each. Every output element is computed by one task
 //! in one order, so the result does not depend on the thread count.
+//!
+//! Rows of `a` are stored in groups, k-major, and k is taken in steps
+//! that keep a group's and a panel's slices in L1 ([`grouped`], [`KC`]).
 //!
 //! Both operands are half-precision values, so each product has at most 22
 //! significant bits and is an f32 exactly unless it overflows or falls
