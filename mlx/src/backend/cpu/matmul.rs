@@ -2,9 +2,9 @@
 //!
 //! Operands are read in place through their strides (a transposed view
 //! costs nothing; a broadcast batch has stride 0). f64, complex64, and f32
-//! without AVX-512 (or with fewer than 12 rows) go to `gemm`; bfloat16 and
-//! float16 (summed in MLX's order), and f32 on AVX-512 CPUs, go to
-//! [`panel_gemm`](super::panel_gemm). Large products use every rayon
+//! without AVX-512 or outside 12 to 256 rows go to `gemm`; bfloat16 and
+//! float16 (summed in MLX's order), and the other f32 products, go to
+//! [`panel_gemm`](super::panel_gemm) ([`takes_f32`](super::panel_gemm::takes_f32)). Large products use every rayon
 //! thread inside one `gemm` call; many small ones are spread over the
 //! batch instead.
 

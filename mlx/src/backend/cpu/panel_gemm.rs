@@ -98,7 +98,7 @@ impl Rows {
     /// `x`: `m x k`, row-major.
     pub fn new(x: &[f32], m: usize, k: usize) -> Rows {
         Rows {
-            grouped: grouped(&x[..m * k], m, k),
+            grouped: grouped(x[..m * k].to_vec(), m, k),
             m,
             k,
         }
@@ -112,15 +112,7 @@ impl Rows {
         let mut panel = vec![0f32; k * BLOCK];
         for j0 in (0..nb).step_by(BLOCK) {
             let width = BLOCK.min(nb - j0);
-            let row = |jj: usize| ((j0 + jj) * k) as isize;
-            if width < BLOCK || k == 0 || !transpose_widen(tile, k, row, &mut panel) {
-                panel.iter_mut().for_each(|p| *p = 0.0);
-                for jj in 0..width {
-                    for kk in 0..k {
-                        panel[kk * BLOCK + jj] = tile[(j0 + jj) * k + kk];
-                    }
-                }
-            }
+            fill_panel(tile, k, width, |jj| ((j0 + jj) * k) as isize, 1, &mut panel);
             let sums = sweep(&self.grouped, &panel, m, k, true);
             for (out, sums) in out.chunks_exact_mut(nb).zip(sums.chunks_exact(BLOCK)) {
                 out[j0..j0 + width].copy_from_slice(&sums[..width]);
@@ -153,7 +145,7 @@ fn addmm_typed<T: Operand>(
     // beside the product, and read `n / BLOCK` times.
     let (a_rs, a_cs) = (a.data.strides[nd - 2], a.data.strides[nd - 1]);
     let lhs = widen_rows::<T>(a.data.buffer.as_slice::<T>(), &a_off, m, k, a_rs, a_cs);
-    let lhs = grouped(&lhs, m, k);
+    let lhs = grouped(lhs, m, k);
     let lhs_range = (!T::ALWAYS_FUSED).then(|| Magnitudes::of(&lhs));
     let (b_rs, b_cs) = (b.data.strides[nd - 2], b.data.strides[nd - 1]);
     let b_src = b.data.buffer.as_slice::<T>();
@@ -172,8 +164,7 @@ fn addmm_typed<T: Operand>(
         let i0 = rc * chunk_rows;
         (e, i0, chunk_rows.min(m - i0), cb * BLOCK)
     };
-    let sums_of = |t: usize| -> Vec<f32> {
-        let (e, i0, rows, j0) = place(t);
+    let sums_of = |(e, i0, rows, j0): (usize, usize, usize, usize)| -> Vec<f32> {
         let width = BLOCK.min(n - j0);
         let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
         // (k = 0 leaves nothing to read: the scalar loop below does nothing.)
@@ -189,27 +180,19 @@ fn addmm_typed<T: Operand>(
             sweep(lhs, panel, rows, k, fused)
         };
         let mut panel = vec![0f32; k * BLOCK];
-        if rows_along_k && transpose_widen(b_src, k, row, &mut panel) {
-            return product(&panel);
-        }
         // Columns contiguous (`x @ W`, attention's `scores @ V`): each
         // panel row is 16 neighbouring values of one row of `b`.
         let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
-        if b_cs == 1 && width == BLOCK && widen_columns(b_src, k, panel_row, &mut panel) {
-            return product(&panel);
-        }
-        for jj in 0..width {
-            let base = row(jj);
-            for (kk, p) in panel.iter_mut().skip(jj).step_by(BLOCK).enumerate() {
-                *p = b_src[(base + kk as isize * b_rs) as usize].to_f32();
-            }
+        let columns_contiguous = b_cs == 1 && b_rs != 1 && width == BLOCK;
+        if !(columns_contiguous && widen_columns(b_src, k, panel_row, &mut panel)) {
+            fill_panel(b_src, k, width, row, b_rs, &mut panel);
         }
         product(&panel)
     };
     // Task `t`'s `rows x width` outputs, in the output type.
     let block = |t: usize| -> Vec<T> {
-        let mut sums = sums_of(t);
         let (e, i0, rows, j0) = place(t);
+        let mut sums = sums_of((e, i0, rows, j0));
         let width = BLOCK.min(n - j0);
         let mut out = vec![T::zero(); rows * width];
         for (i, (sums, out)) in sums
@@ -340,13 +323,14 @@ fn widen_rows<T: Operand>(
 /// (its rows' values at k side by side). A kernel then reads one stream
 /// at fixed offsets instead of a pointer per row; a group of one row, and
 /// every row without vector kernels, is the row as it was.
-fn grouped(rows: &[f32], m: usize, k: usize) -> Vec<f32> {
+fn grouped(rows: Vec<f32>, m: usize, k: usize) -> Vec<f32> {
     #[cfg(target_arch = "x86_64")]
     let sizes: Vec<usize> = lanes::kernels(false).iter().map(|&(r, _)| r).collect();
     #[cfg(not(target_arch = "x86_64"))]
     let sizes: Vec<usize> = Vec::new();
-    if sizes.iter().all(|&r| r == 1) || k == 0 {
-        return rows.to_vec();
+    // Only groups of one row fit (a decode step's m = 1): nothing moves.
+    if sizes.iter().all(|&r| r == 1 || r > m) || k == 0 {
+        return rows;
     }
     let mut out = vec![0f32; rows.len()];
     let entry = |(src, dst): (&[f32], &mut [f32])| {
@@ -508,6 +492,28 @@ impl Operand for f16 {
             if x.is_nan() {
                 *d = f16_from_f32(x);
             }
+        }
+    }
+}
+
+/// Fills the first `width` columns of `panel` (`k x BLOCK`, k-major):
+/// column `jj` holds `src[row(jj) + kk * rs]` for `kk < k`, as f32. Rows
+/// contiguous along k (`rs` = 1) are transposed in registers, 16 at a time.
+fn fill_panel<T: Operand>(
+    src: &[T],
+    k: usize,
+    width: usize,
+    row: impl Fn(usize) -> isize,
+    rs: isize,
+    panel: &mut [f32],
+) {
+    if rs == 1 && width == BLOCK && k > 0 && transpose_widen(src, k, &row, panel) {
+        return;
+    }
+    for jj in 0..width {
+        let base = row(jj);
+        for (kk, p) in panel.iter_mut().skip(jj).step_by(BLOCK).take(k).enumerate() {
+            *p = src[(base + kk as isize * rs) as usize].to_f32();
         }
     }
 }
