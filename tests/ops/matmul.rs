@@ -389,6 +389,48 @@ proptest! {
     }
 }
 
+/// One row per batch entry (a decode step's attention: each head's query
+/// against its key/value cache, the caches broadcast over the query heads
+/// that share them) takes the one-row path per entry, in both layouts and
+/// above and below the threading threshold; small halves sum exactly.
+#[test]
+fn batched_one_row_products_with_broadcast_caches_match_naive_loop() {
+    for (kv, rep, k, n) in [
+        (3, 3, 64, 256),
+        (3, 3, 256, 64),
+        (2, 4, 600, 70),
+        (1, 2, 5, 3),
+    ] {
+        let (heads, nb) = (kv * rep, kv * rep);
+        let qv = values(heads * k, 11);
+        let cv = values(kv * k * n, 12);
+        let f32_array = |v: &[f64], shape: &[i32]| {
+            ops::astype(&Array::from_slice(v, shape).unwrap(), Dtype::Float32).unwrap()
+        };
+        let q = f32_array(&qv, &[kv as i32, rep as i32, 1, k as i32]);
+        let cache = f32_array(&cv, &[kv as i32, 1, k as i32, n as i32]);
+        let shape = [kv as i32, rep as i32, k as i32, n as i32];
+        let full: Vec<f64> = (0..nb)
+            .flat_map(|h| cv[h / rep * k * n..][..k * n].to_vec())
+            .collect();
+        let want = naive(&qv, &full, None, nb, 1, k, n, 1.0, 0.0);
+        for transposed in [false, true] {
+            // Stored n-major (`q @ K.T` of a row-major key cache) or k-major.
+            let stored = if transposed {
+                col_major(&cache)
+            } else {
+                cache.clone()
+            };
+            let b = ops::broadcast_to(&stored, &shape).unwrap();
+            let got = as_f64(&ops::matmul(&q, &b).unwrap());
+            assert_eq!(
+                got, want,
+                "kv {kv} rep {rep} k {k} n {n} transposed {transposed}"
+            );
+        }
+    }
+}
+
 /// bfloat16 and float16 products sum in MLX's order (f32, one accumulator per
 /// output in k order, products rounded before they are added, one rounding
 /// to the half type), bit for bit: tests/fixtures/half_matmul/generate.py

@@ -11,10 +11,14 @@ use rayon::prelude::*;
 const PAR_WORK: usize = 1 << 18;
 /// Elements of `W` per parallel task (1 MiB of f32).
 const TASK_ELEMS: usize = 1 << 18;
+/// Multiply-adds above which the dot products of `x @ W.T` are spread
+/// over threads (fewer than `PAR_WORK`: each task is one pass over rows).
+pub const PAR_WORK_DOTS: usize = 1 << 16;
 /// At most this many partial rows are kept for a row-major `W`.
 const MAX_PARTIALS: usize = 16;
 
 /// `W` as a strided `k x n` view of `w`, in elements.
+#[derive(Clone, Copy)]
 pub struct Strided<'a> {
     pub w: &'a [f32],
     pub offset: usize,
@@ -56,21 +60,38 @@ fn row<'a>(w: &Strided<'a>, i: usize) -> &'a [f32] {
 
 /// `acc += x[rows] @ W[rows, :]`, four rows per sweep over `acc`.
 fn accumulate_rows(x: &[f32], w: &Strided<'_>, rows: std::ops::Range<usize>, acc: &mut [f32]) {
-    super::simd::with_fma(|| {
-        let mut i = rows.start;
+    let mut i = rows.start;
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_fma() {
+        let wide = super::simd::has_avx512();
         while i + 4 <= rows.end {
-            let (r0, r1, r2, r3) = (row(w, i), row(w, i + 1), row(w, i + 2), row(w, i + 3));
-            let (x0, x1, x2, x3) = (x[i], x[i + 1], x[i + 2], x[i + 3]);
-            for j in 0..acc.len() {
-                acc[j] += (x0 * r0[j] + x1 * r1[j]) + (x2 * r2[j] + x3 * r3[j]);
+            let (xs, rs) = (
+                std::array::from_fn(|q| x[i + q]),
+                std::array::from_fn(|q| row(w, i + q)),
+            );
+            // SAFETY: has_fma() / has_avx512() checked the instructions.
+            unsafe {
+                if wide {
+                    lanes::axpy4_512(xs, rs, acc)
+                } else {
+                    lanes::axpy4_256(xs, rs, acc)
+                }
             }
             i += 4;
         }
-        for (i, &xi) in x.iter().enumerate().take(rows.end).skip(i) {
-            let r = row(w, i);
-            acc.iter_mut().zip(r).for_each(|(a, &v)| *a += xi * v);
+    }
+    while i + 4 <= rows.end {
+        let (r0, r1, r2, r3) = (row(w, i), row(w, i + 1), row(w, i + 2), row(w, i + 3));
+        let (x0, x1, x2, x3) = (x[i], x[i + 1], x[i + 2], x[i + 3]);
+        for j in 0..acc.len() {
+            acc[j] += (x0 * r0[j] + x1 * r1[j]) + (x2 * r2[j] + x3 * r3[j]);
         }
-    })
+        i += 4;
+    }
+    for (i, &xi) in x.iter().enumerate().take(rows.end).skip(i) {
+        let r = row(w, i);
+        acc.iter_mut().zip(r).for_each(|(a, &v)| *a += xi * v);
+    }
 }
 
 fn rows_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
@@ -95,16 +116,158 @@ fn rows_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
 }
 
 fn columns_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
-    let column = |j: usize| {
+    if w.k * w.n < PAR_WORK_DOTS {
+        return dots(x, w, 0, out);
+    }
+    // Equal shares, a few per thread so a thread slowed by the machine's
+    // other work hands some of its share over.
+    let tasks = rayon::current_num_threads() * 4;
+    let rows = w.n.div_ceil(tasks).next_multiple_of(4);
+    out.par_chunks_mut(rows)
+        .enumerate()
+        .for_each(|(c, o)| dots(x, w, c * rows, o));
+}
+
+/// `out[i] = x . W[j0 + i, :]` for `W`'s rows contiguous along k (in any
+/// summation order: MLX leaves a float32 product's order to BLAS).
+fn dots(x: &[f32], w: &Strided<'_>, j0: usize, out: &mut [f32]) {
+    let row = |j: usize| {
         let start = w.offset + j * w.col_stride as usize;
-        super::simd::with_fma(|| super::simd::dot_lanes(x, &w.w[start..start + w.k]))
+        &w.w[start..start + w.k]
     };
-    if w.k * w.n < PAR_WORK {
-        out.iter_mut().enumerate().for_each(|(j, o)| *o = column(j));
-    } else {
-        out.par_iter_mut()
-            .with_min_len((TASK_ELEMS / w.k.max(1)).max(1))
-            .enumerate()
-            .for_each(|(j, o)| *o = column(j));
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_fma() {
+        let wide = super::simd::has_avx512();
+        for (q, o) in out.chunks_mut(4).enumerate() {
+            let j = j0 + 4 * q;
+            // A last group of fewer than four rows repeats its last row.
+            let rows = std::array::from_fn(|r| row(j + r.min(o.len() - 1)));
+            // SAFETY: has_fma() / has_avx512() checked the instructions.
+            let sums = unsafe {
+                if wide {
+                    lanes::dot4_512(x, rows)
+                } else {
+                    lanes::dot4_256(x, rows)
+                }
+            };
+            o.copy_from_slice(&sums[..o.len()]);
+        }
+        return;
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = super::simd::dot_lanes(x, row(j0 + i));
+    }
+}
+
+/// The two layouts' kernels, four rows of `W` streamed at once: four dot
+/// products sharing `x` (rows along k), or four scaled rows added into one
+/// accumulator row (rows along n).
+#[cfg(target_arch = "x86_64")]
+mod lanes {
+    use std::arch::x86_64::*;
+
+    /// `acc += x[0] * rows[0] + ... + x[3] * rows[3]`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F. Each row holds at least `acc.len()` values.
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    pub unsafe fn axpy4_512(x: [f32; 4], rows: [&[f32]; 4], acc: &mut [f32]) {
+        let n = acc.len();
+        assert!(rows.iter().all(|r| r.len() >= n));
+        let xs = x.map(|v| _mm512_set1_ps(v));
+        for j in (0..n).step_by(16) {
+            let mask = if j + 16 <= n {
+                !0
+            } else {
+                ((1u32 << (n - j)) - 1) as __mmask16
+            };
+            // SAFETY: the mask reads and writes only j..n, within acc and every row.
+            let p = acc.as_mut_ptr().add(j);
+            let mut t = _mm512_maskz_loadu_ps(mask, p);
+            for (xv, r) in xs.iter().zip(&rows) {
+                t = _mm512_fmadd_ps(*xv, _mm512_maskz_loadu_ps(mask, r.as_ptr().add(j)), t);
+            }
+            _mm512_mask_storeu_ps(p, mask, t);
+        }
+    }
+
+    /// [`axpy4_512`] in 256-bit vectors.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA. Each row holds at least `acc.len()` values.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn axpy4_256(x: [f32; 4], rows: [&[f32]; 4], acc: &mut [f32]) {
+        let n = acc.len();
+        assert!(rows.iter().all(|r| r.len() >= n));
+        let xs = x.map(|v| _mm256_set1_ps(v));
+        let full = n / 8 * 8;
+        for j in (0..full).step_by(8) {
+            // SAFETY: j + 8 <= n, within acc and every row.
+            let p = acc.as_mut_ptr().add(j);
+            let mut t = _mm256_loadu_ps(p);
+            for (xv, r) in xs.iter().zip(&rows) {
+                t = _mm256_fmadd_ps(*xv, _mm256_loadu_ps(r.as_ptr().add(j)), t);
+            }
+            _mm256_storeu_ps(p, t);
+        }
+        for j in full..n {
+            acc[j] = x
+                .iter()
+                .zip(&rows)
+                .fold(acc[j], |a, (&xv, r)| xv.mul_add(r[j], a));
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX-512F. Each row holds at least `x.len()` values.
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    pub unsafe fn dot4_512(x: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
+        let k = x.len();
+        assert!(rows.iter().all(|r| r.len() >= k));
+        let mut acc = [_mm512_setzero_ps(); 4];
+        let mut kk = 0;
+        while kk + 16 <= k {
+            // SAFETY: kk + 16 <= k, within x and every row.
+            let xv = _mm512_loadu_ps(x.as_ptr().add(kk));
+            for (a, r) in acc.iter_mut().zip(&rows) {
+                *a = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r.as_ptr().add(kk)), *a);
+            }
+            kk += 16;
+        }
+        if kk < k {
+            let mask = ((1u32 << (k - kk)) - 1) as __mmask16;
+            // SAFETY: the mask reads only kk..k.
+            let xv = _mm512_maskz_loadu_ps(mask, x.as_ptr().add(kk));
+            for (a, r) in acc.iter_mut().zip(&rows) {
+                *a = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(mask, r.as_ptr().add(kk)), *a);
+            }
+        }
+        acc.map(|a| _mm512_reduce_add_ps(a))
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2 and FMA. Each row holds at least `x.len()` values.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot4_256(x: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
+        let k = x.len();
+        assert!(rows.iter().all(|r| r.len() >= k));
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut kk = 0;
+        while kk + 8 <= k {
+            // SAFETY: kk + 8 <= k, within x and every row.
+            let xv = _mm256_loadu_ps(x.as_ptr().add(kk));
+            for (a, r) in acc.iter_mut().zip(&rows) {
+                *a = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r.as_ptr().add(kk)), *a);
+            }
+            kk += 8;
+        }
+        let mut sums = [0f32; 4];
+        for (s, (a, r)) in sums.iter_mut().zip(acc.iter().zip(&rows)) {
+            let mut lanes = [0f32; 8];
+            // SAFETY: `lanes` holds 8 values.
+            _mm256_storeu_ps(lanes.as_mut_ptr(), *a);
+            *s = lanes.iter().sum::<f32>() + (kk..k).map(|i| x[i] * r[i]).sum::<f32>();
+        }
+        sums
     }
 }

@@ -97,8 +97,9 @@ pub fn addmm(
     Ok(Data::contiguous(buf, out_shape))
 }
 
-/// `x @ W` for a single row without batch (a batch-1 linear layer), run by
-/// [`gemv`](super::gemv) when `W`'s layout allows; false leaves `out` alone.
+/// `x @ W` for one row per batch entry (a batch-1 linear layer, or a
+/// decode step's attention over its heads), run by [`gemv`](super::gemv)
+/// when `W`'s layout allows; false leaves `out` alone.
 fn one_row_gemv(
     a: &MatrixView<'_>,
     b: &MatrixView<'_>,
@@ -107,14 +108,13 @@ fn one_row_gemv(
     out: &mut Buffer,
 ) -> bool {
     let nd = out_shape.len();
-    let batch: usize = out_shape[..nd - 2].iter().map(|&d| d as usize).product();
-    if batch != 1 || out_shape[nd - 2] != 1 {
+    if out_shape[nd - 2] != 1 {
         return false;
     }
     let (k, n) = (a.shape[nd - 1] as usize, out_shape[nd - 1] as usize);
     let w = super::gemv::Strided {
         w: b.data.buffer.as_slice::<f32>(),
-        offset: b.data.offset,
+        offset: 0,
         row_stride: b.data.strides[nd - 2],
         col_stride: b.data.strides[nd - 1],
         k,
@@ -123,13 +123,31 @@ fn one_row_gemv(
     if !w.supported() {
         return false;
     }
+    let batch = &out_shape[..nd - 2];
+    let a_off = batch_offsets(batch, &a.data.strides[..nd - 2], a.data.offset);
+    let b_off = batch_offsets(batch, &b.data.strides[..nd - 2], b.data.offset);
     let src = a.data.buffer.as_slice::<f32>();
     let step = a.data.strides[nd - 1];
-    let x: Vec<f32> = (0..k as isize)
-        .map(|i| src[(a.data.offset as isize + i * step) as usize])
-        .collect();
+    let one = |(i, dst): (usize, &mut [f32])| {
+        let x: std::borrow::Cow<'_, [f32]> = if step == 1 {
+            src[a_off[i] as usize..][..k].into()
+        } else {
+            (0..k as isize)
+                .map(|j| src[(a_off[i] + j * step) as usize])
+                .collect()
+        };
+        let w = super::gemv::Strided {
+            offset: b_off[i] as usize,
+            ..w
+        };
+        super::gemv::gemv(&x, &w, alpha, dst);
+    };
     let dst = out.as_mut_slice::<f32>().expect("heap buffer");
-    super::gemv::gemv(&x, &w, alpha, dst);
+    if a_off.len() > 1 && a_off.len() * k * n >= super::gemv::PAR_WORK_DOTS {
+        dst.par_chunks_mut(n).enumerate().for_each(one);
+    } else {
+        dst.chunks_mut(n).enumerate().for_each(one);
+    }
     true
 }
 
