@@ -8,6 +8,8 @@ pub mod factor;
 pub mod fast;
 pub mod fft;
 pub mod gemv;
+#[cfg(target_arch = "x86_64")]
+mod half_rows512;
 pub mod indexing;
 pub mod math;
 pub mod matmul;

@@ -567,9 +567,26 @@ fn row_times_rows<T: Operand>(
     x: &[f32],
 ) -> Option<[f32; BLOCK]> {
     #[cfg(target_arch = "x86_64")]
-    if lanes::available() {
-        // SAFETY: the CPU has AVX2 and F16C (checked just above).
-        return Some(unsafe { lanes::dot16::<T>(src, k, row, x) });
+    {
+        let (first, stride) = (row(0), row(1) - row(0));
+        if std::mem::size_of::<T>() == 2 && stride >= 0 && super::simd::has_avx512() {
+            // SAFETY: a two-byte Operand is bfloat16 or float16, plain
+            // 16-bit patterns; the view covers the same memory as `src`.
+            let bits = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u16, src.len()) };
+            let (first, stride) = (first as usize, stride as usize);
+            // SAFETY: the CPU has AVX-512F and AVX2 (checked just above).
+            return Some(unsafe {
+                if T::SPLITS_BY_MASK {
+                    super::half_rows512::dot16::<true>(bits, first, stride, k, x)
+                } else {
+                    super::half_rows512::dot16::<false>(bits, first, stride, k, x)
+                }
+            });
+        }
+        if lanes::available() {
+            // SAFETY: the CPU has AVX2 and F16C (checked just above).
+            return Some(unsafe { lanes::dot16::<T>(src, k, row, x) });
+        }
     }
     let _ = (src, k, row, x);
     None
