@@ -123,6 +123,12 @@ fn one_row_gemv(
     if !w.supported() {
         return false;
     }
+    if k == 0 {
+        // Empty sums (the offsets may point past empty buffers).
+        let dst = out.as_mut_slice::<f32>().expect("heap buffer");
+        dst.fill(0.0 * alpha);
+        return true;
+    }
     let batch = &out_shape[..nd - 2];
     let a_off = batch_offsets(batch, &a.data.strides[..nd - 2], a.data.offset);
     let b_off = batch_offsets(batch, &b.data.strides[..nd - 2], b.data.offset);
