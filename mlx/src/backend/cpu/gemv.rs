@@ -1,9 +1,12 @@
 //! One row times a matrix (`x @ W`, float32): the shape of a batch-1 linear
 //! layer. It reads every byte of `W` once, so it is bound by memory
 //! bandwidth; `gemm` treats it as a thin matrix product and reaches about
-//! half of what two cores can stream. Here the rows of `W` are split into
-//! fixed chunks whose partial sums are added in chunk order, so the result
-//! does not depend on the number of threads.
+//! half of what two cores can stream. For `x @ W` the rows of `W` are split
+//! into fixed chunks whose partial sums are added in chunk order; for
+//! `x @ W.T` each output is one dot product computed by one task. Either
+//! way the result does not depend on the number of threads. The kernels
+//! are written with intrinsics: a loop left to `with_fma` compiled to SSE
+//! when its closure was not inlined.
 
 use rayon::prelude::*;
 
