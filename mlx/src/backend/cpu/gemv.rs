@@ -61,25 +61,24 @@ fn row<'a>(w: &Strided<'a>, i: usize) -> &'a [f32] {
     &w.w[start..start + w.n]
 }
 
+/// Row `j` of `W.T` (column-contiguous layout): `W`'s column `j`, `k` values.
+fn row_along_k<'a>(w: &Strided<'a>, j: usize) -> &'a [f32] {
+    let start = w.offset + j * w.col_stride as usize;
+    &w.w[start..start + w.k]
+}
+
 /// `acc += x[rows] @ W[rows, :]`, four rows per sweep over `acc`.
 fn accumulate_rows(x: &[f32], w: &Strided<'_>, rows: std::ops::Range<usize>, acc: &mut [f32]) {
     let mut i = rows.start;
     #[cfg(target_arch = "x86_64")]
-    if super::simd::has_fma() {
-        let wide = super::simd::has_avx512();
+    if let Some(axpy4) = lanes::axpy4() {
         while i + 4 <= rows.end {
             let (xs, rs) = (
                 std::array::from_fn(|q| x[i + q]),
                 std::array::from_fn(|q| row(w, i + q)),
             );
-            // SAFETY: has_fma() / has_avx512() checked the instructions.
-            unsafe {
-                if wide {
-                    lanes::axpy4_512(xs, rs, acc)
-                } else {
-                    lanes::axpy4_256(xs, rs, acc)
-                }
-            }
+            // SAFETY: `lanes::axpy4` offers only kernels the CPU runs.
+            unsafe { axpy4(xs, rs, acc) };
             i += 4;
         }
     }
@@ -134,31 +133,20 @@ fn columns_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
 /// `out[i] = x . W[j0 + i, :]` for `W`'s rows contiguous along k (in any
 /// summation order: MLX leaves a float32 product's order to BLAS).
 fn dots(x: &[f32], w: &Strided<'_>, j0: usize, out: &mut [f32]) {
-    let row = |j: usize| {
-        let start = w.offset + j * w.col_stride as usize;
-        &w.w[start..start + w.k]
-    };
     #[cfg(target_arch = "x86_64")]
-    if super::simd::has_fma() {
-        let wide = super::simd::has_avx512();
+    if let Some(dot4) = lanes::dot4() {
         for (q, o) in out.chunks_mut(4).enumerate() {
             let j = j0 + 4 * q;
             // A last group of fewer than four rows repeats its last row.
-            let rows = std::array::from_fn(|r| row(j + r.min(o.len() - 1)));
-            // SAFETY: has_fma() / has_avx512() checked the instructions.
-            let sums = unsafe {
-                if wide {
-                    lanes::dot4_512(x, rows)
-                } else {
-                    lanes::dot4_256(x, rows)
-                }
-            };
+            let rows = std::array::from_fn(|r| row_along_k(w, j + r.min(o.len() - 1)));
+            // SAFETY: `lanes::dot4` offers only kernels the CPU runs.
+            let sums = unsafe { dot4(x, rows) };
             o.copy_from_slice(&sums[..o.len()]);
         }
         return;
     }
     for (i, o) in out.iter_mut().enumerate() {
-        *o = super::simd::dot_lanes(x, row(j0 + i));
+        *o = super::simd::dot_lanes(x, row_along_k(w, j0 + i));
     }
 }
 
@@ -168,6 +156,31 @@ fn dots(x: &[f32], w: &Strided<'_>, j0: usize, out: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 mod lanes {
     use std::arch::x86_64::*;
+
+    /// Four dot products sharing `x` (see [`dot4_512`]).
+    pub type Dot4 = unsafe fn(&[f32], [&[f32]; 4]) -> [f32; 4];
+    /// `acc += Σ x[r] * rows[r]` (see [`axpy4_512`]).
+    pub type Axpy4 = unsafe fn([f32; 4], [&[f32]; 4], &mut [f32]);
+
+    /// The widest [`Dot4`] this CPU runs; None without AVX2 and FMA.
+    pub fn dot4() -> Option<Dot4> {
+        use super::super::simd::{has_avx512, has_fma};
+        match (has_avx512(), has_fma()) {
+            (true, _) => Some(dot4_512),
+            (false, true) => Some(dot4_256),
+            _ => None,
+        }
+    }
+
+    /// The widest [`Axpy4`] this CPU runs; None without AVX2 and FMA.
+    pub fn axpy4() -> Option<Axpy4> {
+        use super::super::simd::{has_avx512, has_fma};
+        match (has_avx512(), has_fma()) {
+            (true, _) => Some(axpy4_512),
+            (false, true) => Some(axpy4_256),
+            _ => None,
+        }
+    }
 
     /// `acc += x[0] * rows[0] + ... + x[3] * rows[3]`.
     ///
