@@ -44,6 +44,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+/// mimalloc, as the `mlxfn` CLI uses (see mlxfn/Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SEQ: i32 = 128;
 const SLOTS: i32 = 256;
 const LAYERS: usize = 30;

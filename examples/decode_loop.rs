@@ -6,6 +6,10 @@
 use mlx::{ops, Array, Dtype};
 use std::time::Instant;
 
+/// mimalloc, as the `mlxfn` CLI uses (see mlxfn/Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let file = argv.get(1).expect("usage: decode_loop FILE [CALLS]");
