@@ -6,6 +6,7 @@ use super::signature::{list, Signature};
 use super::tape::{FunctionTable, Tape, ValueRef};
 use super::Format;
 use crate::transforms::fuse::fuse;
+use crate::transforms::simplify::simplify;
 use crate::transforms::tracing::replay;
 use crate::{Array, Error, Kwargs, Result};
 use std::path::Path;
@@ -195,6 +196,10 @@ impl ImportedFunction {
                 .map(|t| {
                     let mut t = t.clone();
                     if check_recorded_specs(&t, &table.constants).is_ok() {
+                        // Files MLX writes repeat work per layer (a llama's
+                        // rope tables: 3006 entries, 2182 once merged);
+                        // merging it is what `compile` does before fusing.
+                        simplify(&mut t, &table.constants);
                         fuse(&mut t, &table.constants);
                     }
                     t
@@ -327,5 +332,42 @@ impl ImportedFunction {
     /// The whole decoded table (traces and constants), for tools.
     pub fn table(&self) -> &FunctionTable {
         &self.table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::transforms::fused::Fused;
+
+    /// Primitive names a tape runs, counting each step of a fused chain.
+    fn names(tape: &super::Tape) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for e in &tape.entries {
+            match e.primitive.as_any().downcast_ref::<Fused>() {
+                Some(f) => out.extend(f.steps.iter().map(|(p, _)| p.name())),
+                None => out.push(e.primitive.name()),
+            }
+        }
+        out
+    }
+
+    /// mlx-lm's llama as MLX writes it computes the rope's sine table once
+    /// per rope (2 layers x q and k: 4 Sin); the imported graph computes it
+    /// once, and each other entry the file repeats on the same inputs.
+    #[test]
+    fn imported_graph_computes_repeated_work_once() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/llm/llama_f32/model.mlxfn"
+        );
+        let f = super::import_function(path).unwrap();
+        let file = names(&f.table.functions[0]);
+        let run = names(&f.runnable[0]);
+        let count = |v: &[&str], name: &str| v.iter().filter(|&&n| n == name).count();
+        assert_eq!(count(&file, "Sin"), 4);
+        assert_eq!(count(&run, "Sin"), 1);
+        assert_eq!(count(&run, "Cos"), 1);
+        // The layers' own work stays: one product per projection.
+        assert_eq!(count(&run, "Matmul"), count(&file, "Matmul"));
     }
 }
