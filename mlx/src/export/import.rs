@@ -6,7 +6,7 @@ use super::signature::{list, Signature};
 use super::tape::{FunctionTable, Tape, ValueRef};
 use super::Format;
 use crate::transforms::fuse::fuse;
-use crate::transforms::simplify::simplify;
+use crate::transforms::simplify::merge_repeated;
 use crate::transforms::tracing::replay;
 use crate::{Array, Error, Kwargs, Result};
 use std::path::Path;
@@ -198,8 +198,9 @@ impl ImportedFunction {
                     if check_recorded_specs(&t, &table.constants).is_ok() {
                         // Files MLX writes repeat work per layer (a llama's
                         // rope tables: 3006 entries, 2182 once merged);
-                        // merging it is what `compile` does before fusing.
-                        simplify(&mut t, &table.constants);
+                        // merging it is what `compile` does before fusing
+                        // (without reading constants: imports stay lazy).
+                        merge_repeated(&mut t);
                         fuse(&mut t, &table.constants);
                     }
                     t

@@ -13,6 +13,19 @@ const IDENTITIES: &[&str] = &["Copy", "StopGradient"];
 /// Simplifies `tape` in place. `constants` is the constant table it refers to.
 pub fn simplify(tape: &mut Tape, constants: &[Array]) {
     let const_alias = scalar_constant_aliases(tape, constants);
+    merge(tape, &const_alias);
+}
+
+/// [`simplify`] without sharing equal constants, which would read them:
+/// an import leaves its constants untouched until a call needs them (a
+/// misaligned one is copied on first read).
+pub fn merge_repeated(tape: &mut Tape) {
+    merge(tape, &HashMap::new());
+}
+
+/// Drops identities, merges equivalent entries and removes dead ones, with
+/// constant `i` read as `const_alias[i]` where it has one.
+fn merge(tape: &mut Tape, const_alias: &HashMap<usize, usize>) {
     let mut alias: HashMap<ValueRef, ValueRef> = HashMap::new();
     let resolve = |r: ValueRef, alias: &HashMap<ValueRef, ValueRef>| -> ValueRef {
         let r = match r {
