@@ -85,18 +85,11 @@ impl Tile {
         }
     }
 
-    /// `out[i, col0 + j] = block[i * nb + j]` for i < m, j < nb, where out
-    /// has leading dimension `ld`.
-    ///
-    /// # Safety
-    /// As for [`Tile::gemm_block`]; `block` holds `m * nb` values.
-    pub unsafe fn write_block(&self, m: usize, nb: usize, col0: usize, ld: usize, block: &[f32]) {
-        assert!(block.len() >= m * nb && (m == 0 || (m - 1) * ld + col0 + nb <= self.len));
-        for (i, row) in block.chunks_exact(nb.max(1)).take(m).enumerate() {
-            // SAFETY: the row's nb values at (i, col0) lie inside the output
-            // (asserted) in the block no other thread touches (the caller's).
-            std::ptr::copy_nonoverlapping(row.as_ptr(), self.ptr.add(i * ld + col0), nb);
-        }
+    /// Where column `col0` of the first row is, for a kernel that writes
+    /// its block itself (the safety rules of [`Tile::gemm_block`] apply).
+    pub fn column(&self, col0: usize) -> *mut f32 {
+        assert!(col0 <= self.len);
+        self.ptr.wrapping_add(col0)
     }
 
     /// `out[i, col0 + j] = Σ_l lhs[i, l] · rhs[l, j]` for i < m, j < nb,

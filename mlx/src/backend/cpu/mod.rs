@@ -21,6 +21,8 @@ mod qgemv512;
 pub mod quantized;
 pub mod reduce;
 pub mod scan;
+#[cfg(target_arch = "x86_64")]
+mod sgemm512;
 pub mod simd;
 pub mod sort;
 

@@ -1,5 +1,5 @@
 //! Matrix products through widened panels: bfloat16 and float16 in MLX's
-//! order, and f32 on CPUs with AVX-512 ([`takes_f32`]).
+//! order (f32 products go to [`sgemm512`](super::sgemm512) or `gemm`).
 //!
 //! MLX's CPU build (x86 and Linux, no Accelerate) multiplies half-precision
 //! matrices in f32: every output element is `Σ_k a[i,k] * b[k,j]` summed
@@ -45,8 +45,7 @@ const LHS_BYTES: usize = 1 << 20;
 
 /// `out = alpha * (a @ b) + beta * c` over the last two axes, batched over the
 /// leading ones; `out` is a row-major buffer of `out_shape` in `dtype`
-/// (bfloat16, float16 or float32; see [`takes_f32`]). Without `c`, beta is
-/// ignored.
+/// (bfloat16 or float16). Without `c`, beta is ignored.
 #[allow(clippy::too_many_arguments)]
 pub fn addmm(
     out: &mut Buffer,
@@ -64,61 +63,10 @@ pub fn addmm(
             let dst = out.as_mut_slice::<bf16>().expect(heap);
             addmm_typed(dst, a, b, c, alpha, beta, out_shape)
         }
-        Dtype::Float32 => {
-            let dst = out.as_mut_slice::<f32>().expect(heap);
-            addmm_typed(dst, a, b, c, alpha, beta, out_shape)
-        }
         _ => {
             let dst = out.as_mut_slice::<f16>().expect(heap);
             addmm_typed(dst, a, b, c, alpha, beta, out_shape)
         }
-    }
-}
-
-/// Whether f32 products of `m` rows are better done here than by the
-/// `gemm` crate: with AVX-512 (which `gemm` uses only on nightly Rust),
-/// rows enough for the 12-row kernel, and not so many that `gemm`'s
-/// blocking for large matrices wins (measured side by side, 2 threads:
-/// 128 x 576 x 1536 and 128 x 576 x 49152 5-15% faster here, 2048^3
-/// 10-25% slower).
-pub fn takes_f32(m: usize) -> bool {
-    (12..=256).contains(&m) && super::simd::has_avx512()
-}
-
-/// The left operand of f32 products whose right operand arrives a tile
-/// at a time (quantized weights, dequantized tile by tile): its rows
-/// grouped once for the kernels.
-pub struct Rows {
-    grouped: Vec<f32>,
-    m: usize,
-    k: usize,
-}
-
-impl Rows {
-    /// `x`: `m x k`, row-major.
-    pub fn new(x: &[f32], m: usize, k: usize) -> Rows {
-        Rows {
-            grouped: grouped(x[..m * k].to_vec(), m, k),
-            m,
-            k,
-        }
-    }
-
-    /// `x @ tile.T` (`m x nb`, row-major) for `nb` rows of length k of a
-    /// row-major f32 `tile`.
-    pub fn times_rows_of(&self, tile: &[f32], nb: usize) -> Vec<f32> {
-        let (m, k) = (self.m, self.k);
-        let mut out = vec![0f32; m * nb];
-        let mut panel = vec![0f32; k * BLOCK];
-        for j0 in (0..nb).step_by(BLOCK) {
-            let width = BLOCK.min(nb - j0);
-            fill_panel(tile, k, width, |jj| ((j0 + jj) * k) as isize, 1, &mut panel);
-            let sums = sweep(&self.grouped, &panel, m, k, true);
-            for (out, sums) in out.chunks_exact_mut(nb).zip(sums.chunks_exact(BLOCK)) {
-                out[j0..j0 + width].copy_from_slice(&sums[..width]);
-            }
-        }
-        out
     }
 }
 
@@ -146,7 +94,7 @@ fn addmm_typed<T: Operand>(
     let (a_rs, a_cs) = (a.data.strides[nd - 2], a.data.strides[nd - 1]);
     let lhs = widen_rows::<T>(a.data.buffer.as_slice::<T>(), &a_off, m, k, a_rs, a_cs);
     let lhs = grouped(lhs, m, k);
-    let lhs_range = (!T::ALWAYS_FUSED).then(|| Magnitudes::of(&lhs));
+    let lhs_range = Magnitudes::of(&lhs);
     let (b_rs, b_cs) = (b.data.strides[nd - 2], b.data.strides[nd - 1]);
     let b_src = b.data.buffer.as_slice::<T>();
     let blocks = n.div_ceil(BLOCK);
@@ -176,7 +124,7 @@ fn addmm_typed<T: Operand>(
         }
         let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
         let product = |panel: &[f32]| {
-            let fused = lhs_range.is_none_or(|r| r.products_exact(&Magnitudes::of(panel)));
+            let fused = lhs_range.products_exact(&Magnitudes::of(panel));
             sweep(lhs, panel, rows, k, fused)
         };
         let mut panel = vec![0f32; k * BLOCK];
@@ -435,12 +383,9 @@ fn widened<T: Float>(c: &MatrixView<'_>, out_shape: &[i32]) -> Vec<f32> {
     out
 }
 
-/// The element types this module multiplies: bfloat16, float16 and f32.
+/// The element types this module multiplies: bfloat16 and float16.
 #[cfg(target_arch = "x86_64")]
 pub trait Operand: Float + lanes::Widen8 {
-    /// Whether products always take fused multiply-adds: MLX specifies no
-    /// summation order for f32 (its CPU build calls BLAS, which fuses).
-    const ALWAYS_FUSED: bool = false;
     /// `dst[i] = src[i]` as f32, a slice at a time (vector instructions
     /// where the CPU has them).
     fn widen_slice(src: &[Self], dst: &mut [f32]);
@@ -448,24 +393,13 @@ pub trait Operand: Float + lanes::Widen8 {
     /// slice at a time.
     fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
-/// The element types this module multiplies: bfloat16, float16 and f32.
+/// The element types this module multiplies: bfloat16 and float16.
 #[cfg(not(target_arch = "x86_64"))]
 pub trait Operand: Float {
-    /// See the x86 definition.
-    const ALWAYS_FUSED: bool = false;
     /// `dst[i] = src[i]` as f32, a slice at a time.
     fn widen_slice(src: &[Self], dst: &mut [f32]);
     /// `dst[i] = src[i]` rounded as MLX rounds, a slice at a time.
     fn narrow_slice(src: &[f32], dst: &mut [Self]);
-}
-impl Operand for f32 {
-    const ALWAYS_FUSED: bool = true;
-    fn widen_slice(src: &[Self], dst: &mut [f32]) {
-        dst.copy_from_slice(src)
-    }
-    fn narrow_slice(src: &[f32], dst: &mut [Self]) {
-        dst.copy_from_slice(src)
-    }
 }
 impl Operand for bf16 {
     fn widen_slice(src: &[Self], dst: &mut [f32]) {
@@ -594,6 +528,7 @@ fn row_times_rows<T: Operand>(
 
 #[cfg(target_arch = "x86_64")]
 mod lanes {
+    use super::super::simd::transpose8;
     use super::BLOCK;
     use std::arch::x86_64::*;
 
@@ -623,13 +558,6 @@ mod lanes {
         unsafe fn widen8(p: *const Self) -> __m256 {
             let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
             _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
-        }
-    }
-
-    impl Widen8 for f32 {
-        #[inline(always)]
-        unsafe fn widen8(p: *const Self) -> __m256 {
-            _mm256_loadu_ps(p)
         }
     }
 
@@ -907,37 +835,6 @@ mod lanes {
         for r in rows {
             _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
         }
-    }
-
-    /// Rows of an 8 x 8 f32 block to its columns.
-    #[inline(always)]
-    unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
-        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-        let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-        let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-        let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-        let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-        let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-        [
-            _mm256_permute2f128_ps::<0x20>(s0, s4),
-            _mm256_permute2f128_ps::<0x20>(s1, s5),
-            _mm256_permute2f128_ps::<0x20>(s2, s6),
-            _mm256_permute2f128_ps::<0x20>(s3, s7),
-            _mm256_permute2f128_ps::<0x31>(s0, s4),
-            _mm256_permute2f128_ps::<0x31>(s1, s5),
-            _mm256_permute2f128_ps::<0x31>(s2, s6),
-            _mm256_permute2f128_ps::<0x31>(s3, s7),
-        ]
     }
 }
 

@@ -224,9 +224,9 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
         TILE.max(p.group_size)
     };
     let dst = Tile::new(out);
-    // With AVX-512, the 16-lane kernels of `panel_gemm` (x grouped once).
-    let rows = (transpose && super::panel_gemm::takes_f32(m))
-        .then(|| super::panel_gemm::Rows::new(x, m, k));
+    // With AVX-512, the kernels of `sgemm512` (x packed once).
+    #[cfg(target_arch = "x86_64")]
+    let packed = super::sgemm512::PackedA::new(x, m, k);
     let run = |&n0: &usize| {
         let nb = step.min(n - n0);
         let tile = if transpose {
@@ -248,9 +248,23 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
         } else {
             (nb as isize, 1)
         };
-        if let Some(rows) = &rows {
-            // SAFETY: each tile writes the disjoint column block n0..n0+nb of out.
-            return unsafe { dst.write_block(m, nb, n0, n, &rows.times_rows_of(&tile, nb)) };
+        #[cfg(target_arch = "x86_64")]
+        if let Some(packed) = &packed {
+            use super::sgemm512::{Out, View};
+            let b = View {
+                ptr: tile.as_ptr(),
+                rs: rhs_rs,
+                cs: rhs_cs,
+            };
+            let out = Out {
+                ptr: dst.column(n0),
+                ld: n,
+                read: false,
+                beta: 0.0,
+            };
+            // SAFETY: `tile` is the k x nb matrix the strides describe; each
+            // tile writes the disjoint column block n0..n0+nb of out.
+            return unsafe { packed.times(b, nb, out) };
         }
         // SAFETY: each tile writes the disjoint column block n0..n0+nb of out.
         unsafe { dst.gemm_block(m, nb, k, n0, n, x, k as isize, &tile, rhs_rs, rhs_cs) };
