@@ -131,6 +131,23 @@ impl<'a, T: Element> Operand<'a, T> {
 }
 
 impl<'a, T: Element> Operand<'a, T> {
+    /// [`Operand::of`], or a strided operand copied row-major into `keep`.
+    fn or_copy(d: &'a Data, shape: &[i32], n: usize, keep: &'a mut Vec<T>) -> Operand<'a, T> {
+        Operand::of(d, shape, n).unwrap_or_else(|| {
+            *keep = to_contiguous_vec(d, shape);
+            Operand::Dense(keep)
+        })
+    }
+
+    /// Element `i`.
+    #[inline(always)]
+    fn at(&self, i: usize) -> T {
+        match self {
+            Operand::Dense(s) => s[i],
+            Operand::Scalar(v) => *v,
+        }
+    }
+
     /// The operand a fused chunk holds (its bytes are aligned for `T`).
     fn of_chunk(c: ChunkRef<'a>) -> Operand<'a, T> {
         let s = cast_bytes::<T>(c.bytes);
@@ -264,7 +281,10 @@ fn binary_donated<T: Element, U: Element>(
     Ok(None)
 }
 
-/// `out = f(c, a, b)` for three same-shape inputs (select-like ops).
+/// `out = f(c, a, b)` for three same-shape inputs (select-like ops):
+/// dense inputs are read in place and broadcast scalars as one value (a
+/// prefill's attention mask selects over its scores without copying
+/// them); other layouts are copied row-major first.
 pub fn ternary<C: Element, T: Element, U: Element>(
     c: &Array,
     a: &Array,
@@ -273,19 +293,18 @@ pub fn ternary<C: Element, T: Element, U: Element>(
     f: impl Fn(C, T, T) -> U + Sync,
 ) -> Result<Data> {
     let shape = out.shape.as_slice();
-    let xc = to_contiguous_vec::<C>(&c.data()?, shape);
-    let xa = to_contiguous_vec::<T>(&a.data()?, shape);
-    let xb = to_contiguous_vec::<T>(&b.data()?, shape);
+    let n = out.size();
+    let (dc, da, db) = (c.data()?, a.data()?, b.data()?);
+    let (mut kc, mut ka, mut kb) = (Vec::new(), Vec::new(), Vec::new());
+    let xc = Operand::<C>::or_copy(&dc, shape, n, &mut kc);
+    let xa = Operand::<T>::or_copy(&da, shape, n, &mut ka);
+    let xb = Operand::<T>::or_copy(&db, shape, n, &mut kb);
     let mut buf = fresh_output(out);
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
-    if o.len() >= PAR_THRESHOLD {
-        o.par_iter_mut()
-            .enumerate()
-            .for_each(|(i, o)| *o = f(xc[i], xa[i], xb[i]));
-    } else {
-        for (i, o) in o.iter_mut().enumerate() {
-            *o = f(xc[i], xa[i], xb[i]);
+    for_chunks(o, |start, o| {
+        for (i, o) in (start..).zip(o.iter_mut()) {
+            *o = f(xc.at(i), xa.at(i), xb.at(i));
         }
-    }
+    });
     Ok(Data::contiguous(buf, shape))
 }

@@ -8,6 +8,7 @@
 //! is the same stream. Every group (32, 64 or 128 values) fills whole words.
 
 use super::fast::{mlx_round, Tile};
+use super::simd::with_fma;
 use crate::backend::cpu::PAR_THRESHOLD;
 use rayon::prelude::*;
 
@@ -170,6 +171,40 @@ pub fn dequantize(
     out
 }
 
+/// [`dequantize`] in f32 on the calling thread, into `out`: a tile of a
+/// product, dequantized by the task that multiplies it (splitting it
+/// further over threads cost more than the work).
+fn dequantize_tile(packed: &[u32], scales: &[f32], biases: &[f32], p: QParams, out: &mut [f32]) {
+    let wpg = p.words_per_group();
+    with_fma(|| {
+        for (g, o) in out.chunks_exact_mut(p.group_size).enumerate() {
+            let words = &packed[g * wpg..(g + 1) * wpg];
+            let (s, b) = (scales[g], biases[g]);
+            match p.bits {
+                2 => dequantize_words::<2>(words, s, b, o),
+                4 => dequantize_words::<4>(words, s, b, o),
+                8 => dequantize_words::<8>(words, s, b, o),
+                bits => {
+                    unpack_group(words, bits, o);
+                    o.iter_mut().for_each(|x| *x = s * *x + b);
+                }
+            }
+        }
+    })
+}
+
+/// `out[i] = s * q_i + b` for the values of whole words of `BITS` (2, 4
+/// or 8): each word's values are independent shifts, which vectorize.
+#[inline(always)]
+fn dequantize_words<const BITS: usize>(words: &[u32], s: f32, b: f32, out: &mut [f32]) {
+    let mask = (1u32 << BITS) - 1;
+    for (&w, o) in words.iter().zip(out.chunks_exact_mut(32 / BITS)) {
+        for (j, o) in o.iter_mut().enumerate() {
+            *o = s * ((w >> (BITS * j)) & mask) as f32 + b;
+        }
+    }
+}
+
 /// One quantized matrix: packed words, scales and biases of one batch entry.
 #[derive(Clone, Copy)]
 pub struct QMatrix<'a> {
@@ -189,7 +224,7 @@ pub struct QMatrix<'a> {
 /// dequantizing tiles for gemm.
 const DIRECT_ROWS: usize = 4;
 /// Output columns per dequantized tile.
-const TILE: usize = 64;
+const TILE: usize = 32;
 
 /// `out (m × n) = x (m × k) @ W.T` where W (n × k) is stored quantized
 /// (`transpose = true`, nn.QuantizedLinear's layout), or `x @ W` with W
@@ -233,13 +268,15 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
             // Rows n0..n0+nb of W: nb × k, used as k × nb with strides (1, k).
             let row_words = k * p.bits / 32;
             let gpr = k / p.group_size;
-            dequantize(
+            let mut tile = vec![0f32; nb * k];
+            dequantize_tile(
                 &w.packed[n0 * row_words..(n0 + nb) * row_words],
                 &w.scales[n0 * gpr..(n0 + nb) * gpr],
                 &w.biases[n0 * gpr..(n0 + nb) * gpr],
                 p,
-                |v| v,
-            )
+                &mut tile,
+            );
+            tile
         } else {
             dequantize_columns(w, p, n0, nb)
         };
