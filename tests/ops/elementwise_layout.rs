@@ -270,3 +270,33 @@ fn operators_and_clip() {
     let c = ops::clip(&a, None, Some(&hi)).unwrap();
     assert_eq!(c.to_vec::<i32>().unwrap(), vec![-7, 6, 5]);
 }
+
+/// A causal mask as a prefill applies it: a broadcast condition, dense
+/// scores large enough for the parallel loop, and a scalar fill.
+#[test]
+fn where_with_broadcast_condition_and_scalar_fill() {
+    let (heads, n) = (3usize, 128usize);
+    let scores: Vec<f32> = (0..heads * n * n).map(|i| i as f32).collect();
+    let s = Array::from_slice(&scores, &[heads as i32, n as i32, n as i32]).unwrap();
+    let rows = ops::reshape(
+        &ops::arange(0.0, n as f64, 1.0, Dtype::Int32).unwrap(),
+        &[n as i32, 1],
+    )
+    .unwrap();
+    let cols = ops::reshape(
+        &ops::arange(0.0, n as f64, 1.0, Dtype::Int32).unwrap(),
+        &[1, n as i32],
+    )
+    .unwrap();
+    let keep = ops::greater_equal(&rows, &cols).unwrap();
+    let fill = Array::scalar(f32::NEG_INFINITY);
+    let got = ops::where_(&keep, &s, &fill)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    for (i, (&g, &v)) in got.iter().zip(&scores).enumerate() {
+        let (r, c) = (i / n % n, i % n);
+        let want = if r >= c { v } else { f32::NEG_INFINITY };
+        assert_eq!(g.to_bits(), want.to_bits(), "element {i}");
+    }
+}
