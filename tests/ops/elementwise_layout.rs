@@ -300,3 +300,15 @@ fn where_with_broadcast_condition_and_scalar_fill() {
         assert_eq!(g.to_bits(), want.to_bits(), "element {i}");
     }
 }
+
+/// Empty operands give empty results, broadcast or not.
+#[test]
+fn where_and_add_of_empty_arrays() {
+    let e = Array::from_slice::<f32>(&[], &[0, 3]).unwrap();
+    let cond = Array::from_slice(&[true, false, true], &[3]).unwrap();
+    let got = ops::where_(&cond, &e, &Array::scalar(1.0f32)).unwrap();
+    assert_eq!(got.shape(), &[0, 3]);
+    assert!(got.to_vec::<f32>().unwrap().is_empty());
+    let sum = ops::add(&e, &Array::scalar(1.0f32)).unwrap();
+    assert!(sum.to_vec::<f32>().unwrap().is_empty());
+}
