@@ -2,7 +2,7 @@
 //!
 //! Operands are read in place through their strides (a transposed view
 //! costs nothing; a broadcast batch has stride 0). f32 goes to
-//! [`sgemm512`](super::sgemm512) on CPUs with AVX-512 (the `gemm` crate
+//! `sgemm512` on CPUs with AVX-512 (the `gemm` crate
 //! uses AVX-512 only on nightly Rust: 2048^3 at 0.51x numpy's speed,
 //! 0.9-1.0x with `sgemm512`), else, with f64 and complex64, to `gemm`; bfloat16 and
 //! float16 (summed in MLX's order) go to [`panel_gemm`](super::panel_gemm).

@@ -1,5 +1,5 @@
 //! Matrix products through widened panels: bfloat16 and float16 in MLX's
-//! order (f32 products go to [`sgemm512`](super::sgemm512) or `gemm`).
+//! order (f32 products go to `sgemm512` or `gemm`).
 //!
 //! MLX's CPU build (x86 and Linux, no Accelerate) multiplies half-precision
 //! matrices in f32: every output element is `Σ_k a[i,k] * b[k,j]` summed

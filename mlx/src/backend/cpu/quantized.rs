@@ -154,12 +154,13 @@ pub fn dequantize(
     let wpg = p.words_per_group();
     let mut out = vec![0f32; n_groups * p.group_size];
     let one = |(g, o): (usize, &mut [f32])| {
-        unpack_group(&packed[g * wpg..(g + 1) * wpg], p.bits, o);
+        let words = &packed[g * wpg..(g + 1) * wpg];
         let (s, b) = (scales[g], biases[g]);
         if round_t(0.1) == 0.1 {
             // f32 output: no rounding steps (and no call per element).
-            o.iter_mut().for_each(|x| *x = s * *x + b);
+            dequantize_group(words, p.bits, s, b, o);
         } else {
+            unpack_group(words, p.bits, o);
             o.iter_mut().for_each(|x| *x = round_t(round_t(s * *x) + b));
         }
     };
@@ -178,23 +179,33 @@ fn dequantize_tile(packed: &[u32], scales: &[f32], biases: &[f32], p: QParams, o
     let wpg = p.words_per_group();
     with_fma(|| {
         for (g, o) in out.chunks_exact_mut(p.group_size).enumerate() {
-            let words = &packed[g * wpg..(g + 1) * wpg];
-            let (s, b) = (scales[g], biases[g]);
-            match p.bits {
-                2 => dequantize_words::<2>(words, s, b, o),
-                4 => dequantize_words::<4>(words, s, b, o),
-                8 => dequantize_words::<8>(words, s, b, o),
-                bits => {
-                    unpack_group(words, bits, o);
-                    o.iter_mut().for_each(|x| *x = s * *x + b);
-                }
-            }
+            dequantize_group(
+                &packed[g * wpg..(g + 1) * wpg],
+                p.bits,
+                scales[g],
+                biases[g],
+                o,
+            );
         }
     })
 }
 
-/// `out[i] = s * q_i + b` for the values of whole words of `BITS` (2, 4
-/// or 8): each word's values are independent shifts, which vectorize.
+/// `out[i] = s * q_i + b` in f32 for one group's words.
+#[inline(always)]
+fn dequantize_group(words: &[u32], bits: usize, s: f32, b: f32, out: &mut [f32]) {
+    match bits {
+        2 => dequantize_words::<2>(words, s, b, out),
+        4 => dequantize_words::<4>(words, s, b, out),
+        8 => dequantize_words::<8>(words, s, b, out),
+        _ => {
+            unpack_group(words, bits, out);
+            out.iter_mut().for_each(|x| *x = s * *x + b);
+        }
+    }
+}
+
+/// [`dequantize_group`] for `BITS` in {2, 4, 8}, whole words: each
+/// word's values are independent shifts, which vectorize.
 #[inline(always)]
 fn dequantize_words<const BITS: usize>(words: &[u32], s: f32, b: f32, out: &mut [f32]) {
     let mask = (1u32 << BITS) - 1;
@@ -319,18 +330,14 @@ fn dequantize_columns(w: QMatrix<'_>, p: QParams, n0: usize, nb: usize) -> Vec<f
     let (k, n) = (w.rows, w.cols);
     let row_words = n * p.bits / 32;
     let gpr = n / p.group_size;
+    let wpg = p.words_per_group();
     let mut out = vec![0f32; k * nb];
-    let mut buf = vec![0f32; p.group_size];
     for r in 0..k {
         let words = &w.packed[r * row_words..(r + 1) * row_words];
         for g in n0 / p.group_size..(n0 + nb) / p.group_size {
-            let wpg = p.words_per_group();
-            unpack_group(&words[g * wpg..(g + 1) * wpg], p.bits, &mut buf);
             let (s, b) = (w.scales[r * gpr + g], w.biases[r * gpr + g]);
             let dst = &mut out[r * nb + g * p.group_size - n0..][..p.group_size];
-            for (d, &q) in dst.iter_mut().zip(&buf) {
-                *d = s * q + b;
-            }
+            dequantize_group(&words[g * wpg..(g + 1) * wpg], p.bits, s, b, dst);
         }
     }
     out

@@ -116,9 +116,17 @@ pub unsafe fn gemm(
             .div_ceil(4 * threads)
             .next_multiple_of(NR)
             .clamp(NR, MAX_NC);
+        let product = Product {
+            packed_a,
+            m,
+            k,
+            b,
+            alpha,
+            out,
+        };
         let task = |t: usize| {
             let j0 = t * nc;
-            columns(packed_a, m, k, b, j0, nc.min(n - j0), alpha, out);
+            product.columns(j0, nc.min(n - j0));
         };
         let tasks = n.div_ceil(nc);
         if parallel && tasks > 1 {
@@ -145,7 +153,7 @@ impl PackedA {
         if !available() || m == 0 || k == 0 {
             return None;
         }
-        let mut lines = vec![Line([0.0; 16]); (padded_rows(m) * k).div_ceil(16)];
+        let mut lines = zeroed(padded_rows(m) * k);
         let view = View {
             ptr: x.as_ptr(),
             rs: k as isize,
@@ -162,14 +170,31 @@ impl PackedA {
     /// Every element of `b` must be readable and every element of `out`
     /// (`m x n`) writable.
     pub unsafe fn times(&self, b: View, n: usize, out: Out) {
-        // SAFETY: a Line is 16 f32 with no padding.
-        let packed = std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.lines.len() * 16);
+        let product = Product {
+            packed_a: values(&self.lines),
+            m: self.m,
+            k: self.k,
+            b,
+            alpha: 1.0,
+            out,
+        };
         // SAFETY: the CPU has AVX-512 (`new` checked); the rest the caller's.
-        columns(packed, self.m, self.k, b, 0, n, 1.0, out);
+        product.columns(0, n);
     }
 }
 
+/// A zeroed buffer of at least `len` f32.
+fn zeroed(len: usize) -> Vec<Line> {
+    vec![Line([0.0; 16]); len.div_ceil(16)]
+}
+
 /// The buffer's values.
+fn values(v: &[Line]) -> &[f32] {
+    // SAFETY: a Line is 16 f32 with no padding.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 16) }
+}
+
+/// The buffer's values, to write.
 fn floats(v: &mut [Line]) -> &mut [f32] {
     // SAFETY: a Line is 16 f32 with no padding.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 16) }
@@ -197,7 +222,7 @@ thread_local! {
 fn with_scratch<R>(which: usize, len: usize, body: impl FnOnce(&mut [f32]) -> R) -> R {
     let mut buf = SCRATCH.with(|s| std::mem::take(&mut s.borrow_mut()[which]));
     if buf.len() < len.div_ceil(16) {
-        buf = vec![Line([0.0; 16]); len.div_ceil(16)];
+        buf = zeroed(len);
     }
     let r = body(&mut floats(&mut buf)[..len]);
     if buf.len() <= KEPT_LINES {
@@ -227,11 +252,11 @@ unsafe fn pack_a(a: View, m: usize, k: usize, parallel: bool, packed: &mut [f32]
             unsafe { pack_panel(a, m, p * MR, k0, kc, panel) };
         }
     };
-    let steps = packed[..mp * k].chunks_mut(mp * KC);
+    let packed = &mut packed[..mp * k];
     if parallel && mp * k >= 1 << 16 {
-        steps.enumerate().par_bridge().for_each(step);
+        packed.par_chunks_mut(mp * KC).enumerate().for_each(step);
     } else {
-        steps.enumerate().for_each(step);
+        packed.chunks_mut(mp * KC).enumerate().for_each(step);
     }
 }
 
@@ -275,69 +300,56 @@ unsafe fn transpose_block(src: impl Fn(usize) -> *const f32, dst: impl Fn(usize)
     }
 }
 
-/// Columns `j0..j0 + nc` of the product, all rows.
-///
-/// # Safety
-/// As for [`gemm`]; `packed_a` is [`pack_a`]'s.
-#[allow(clippy::too_many_arguments)]
-unsafe fn columns(
-    packed_a: &[f32],
+/// One product's operands once `A` is packed: what each task reads.
+#[derive(Clone, Copy)]
+struct Product<'a> {
+    /// [`pack_a`]'s.
+    packed_a: &'a [f32],
     m: usize,
     k: usize,
     b: View,
-    j0: usize,
-    nc: usize,
     alpha: f32,
     out: Out,
-) {
-    let slabs = nc.div_ceil(NR);
-    with_scratch(1, KC.min(k) * slabs * NR, |slabs_buf| {
-        // SAFETY: the caller's; the buffer holds `slabs` slabs of KC steps.
-        unsafe { columns_with(packed_a, m, k, b, j0, nc, alpha, out, slabs_buf) }
-    })
 }
 
-/// [`columns`] with a buffer for the packed slabs of `B`.
-///
-/// # Safety
-/// As for [`columns`].
-#[allow(clippy::too_many_arguments)]
-#[target_feature(enable = "avx2,fma,avx512f")]
-unsafe fn columns_with(
-    packed_a: &[f32],
-    m: usize,
-    k: usize,
-    b: View,
-    j0: usize,
-    nc: usize,
-    alpha: f32,
-    out: Out,
-    slabs_buf: &mut [f32],
-) {
-    let mp = padded_rows(m);
-    let slabs = nc.div_ceil(NR);
-    for k0 in (0..k).step_by(KC) {
-        let kc = KC.min(k - k0);
-        for s in 0..slabs {
-            let cols = NR.min(nc - s * NR);
-            pack_slab(
-                b,
-                k0,
-                kc,
-                j0 + s * NR,
-                cols,
-                &mut slabs_buf[s * kc * NR..][..kc * NR],
-            );
-        }
-        for i0 in (0..mp).step_by(MC) {
-            for s in 0..slabs {
+impl Product<'_> {
+    /// Columns `j0..j0 + nc` of the product, all rows.
+    ///
+    /// # Safety
+    /// As for [`gemm`].
+    unsafe fn columns(&self, j0: usize, nc: usize) {
+        let slabs = nc.div_ceil(NR);
+        with_scratch(1, KC.min(self.k) * slabs * NR, |slabs_buf| {
+            // SAFETY: the caller's; the buffer holds `slabs` slabs of KC steps.
+            unsafe { self.columns_with(j0, nc, slabs_buf) }
+        })
+    }
+
+    /// [`Product::columns`] with a buffer for the packed slabs of `B`.
+    ///
+    /// # Safety
+    /// As for [`Product::columns`].
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    unsafe fn columns_with(&self, j0: usize, nc: usize, slabs_buf: &mut [f32]) {
+        let (m, k, out) = (self.m, self.k, self.out);
+        let mp = padded_rows(m);
+        let slabs = nc.div_ceil(NR);
+        for k0 in (0..k).step_by(KC) {
+            let kc = KC.min(k - k0);
+            for (s, slab) in slabs_buf.chunks_exact_mut(kc * NR).take(slabs).enumerate() {
                 let cols = NR.min(nc - s * NR);
-                let slab = &slabs_buf[s * kc * NR..][..kc * NR];
-                for p in i0 / MR..(i0 + MC).min(mp) / MR {
-                    let panel = &packed_a[k0 * mp + p * MR * kc..][..MR * kc];
-                    let acc = tile(kc, panel, slab);
-                    let at = out.ptr.add(p * MR * out.ld + j0 + s * NR);
-                    store(&acc, at, out, MR.min(m - p * MR), cols, alpha, k0 == 0);
+                pack_slab(self.b, k0, kc, j0 + s * NR, cols, slab);
+            }
+            for i0 in (0..mp).step_by(MC) {
+                for s in 0..slabs {
+                    let cols = NR.min(nc - s * NR);
+                    let slab = &slabs_buf[s * kc * NR..][..kc * NR];
+                    for p in i0 / MR..(i0 + MC).min(mp) / MR {
+                        let panel = &self.packed_a[k0 * mp + p * MR * kc..][..MR * kc];
+                        let acc = tile(kc, panel, slab);
+                        let at = out.ptr.add(p * MR * out.ld + j0 + s * NR);
+                        store(&acc, at, out, MR.min(m - p * MR), cols, self.alpha, k0 == 0);
+                    }
                 }
             }
         }
