@@ -18,6 +18,8 @@ pub mod panel_gemm;
 pub mod qgemv;
 #[cfg(target_arch = "x86_64")]
 mod qgemv512;
+#[cfg(target_arch = "x86_64")]
+mod qgemv_vnni;
 pub mod quantized;
 pub mod reduce;
 pub mod scan;

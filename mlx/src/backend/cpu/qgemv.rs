@@ -50,7 +50,7 @@ pub fn qgemv<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32])
 
 /// The instructions a kernel is compiled for, each a superset of the one
 /// before.
-#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Isa {
     /// Baseline x86-64 (or any other architecture).
     Portable,
@@ -58,11 +58,18 @@ enum Isa {
     Avx2,
     /// AVX-512F/DQ besides AVX2 + FMA: 2/4/8-bit blocked rows two at a time.
     Avx512,
+    /// AVX-512 BW and VNNI besides: 2/4/8-bit rows as integer products
+    /// (see `qgemv_vnni`), where the inputs allow.
+    Vnni,
 }
 
 impl Isa {
     /// The widest this CPU has.
     fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if super::qgemv_vnni::available() {
+            return Isa::Vnni;
+        }
         if super::simd::has_avx512() {
             Isa::Avx512
         } else if super::simd::has_fma() {
@@ -81,6 +88,29 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
     debug_assert!(w.packed.len() == n * k * p.bits / 32 && w.scales.len() == n * k / gs);
     let xsums: Vec<f32> = x.chunks(gs).map(|c| c.iter().sum()).collect();
     let row_words = k * p.bits / 32;
+    let row_bytes = row_words * 4;
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Vnni && super::qgemv_vnni::supports(p.bits, gs) {
+        use super::qgemv_vnni::{rows, split};
+        // SAFETY (both calls): `isa` is Vnni only where
+        // `qgemv_vnni::available()`.
+        if let Some(d) = unsafe { split(x, p.bits, gs) } {
+            let rows = match p.bits {
+                2 => rows::<S, 2>,
+                4 => rows::<S, 4>,
+                _ => rows::<S, 8>,
+            };
+            let a = Args {
+                x,
+                xp: &[],
+                xsums: &xsums,
+                w,
+                p,
+                row_words,
+            };
+            return in_tasks(n, row_bytes, out, |r0, o| unsafe { rows(&a, &d, r0, o) });
+        }
+    }
     let blocked = matches!(p.bits, 2 | 4 | 8) && row_words.is_multiple_of(LANES);
     let xp = if blocked { permute(x, p.bits) } else { vec![] };
     let a = Args {
@@ -91,15 +121,20 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
         p,
         row_words,
     };
-    let rows = select_rows::<S>(blocked, p.bits, isa);
-    let row_bytes = row_words * 4;
+    let rows = select_rows::<S>(blocked, p.bits, isa.min(Isa::Avx512));
+    in_tasks(n, row_bytes, out, |r0, o| rows(&a, r0, o));
+}
+
+/// Runs `rows(r0, out)` over `out`'s rows: in parallel tasks of about
+/// [`TASK_BYTES`] packed bytes, or on this thread below [`PAR_BYTES`].
+fn in_tasks(n: usize, row_bytes: usize, out: &mut [f32], rows: impl Fn(usize, &mut [f32]) + Sync) {
     if n * row_bytes < PAR_BYTES {
-        return rows(&a, 0, out);
+        return rows(0, out);
     }
     let per_task = (TASK_BYTES / row_bytes.max(1)).max(1);
     out.par_chunks_mut(per_task)
         .enumerate()
-        .for_each(|(t, o)| rows(&a, t * per_task, o));
+        .for_each(|(t, o)| rows(t * per_task, o));
 }
 
 /// Computes rows `r0..r0 + out.len()`.
@@ -354,6 +389,7 @@ mod tests {
         let best = Isa::best();
         [Isa::Portable, Isa::Avx2, Isa::Avx512]
             .into_iter()
+            .chain([Isa::Vnni])
             .filter(|&i| i <= best)
             .collect()
     }
@@ -433,7 +469,7 @@ mod tests {
             }
             // The two-row AVX-512 kernel does each row's arithmetic exactly
             // as the AVX2 kernel does: the same bits.
-            if let [.., (Isa::Avx2, a), (Isa::Avx512, b)] = &by_isa[..] {
+            if let [_, (Isa::Avx2, a), (Isa::Avx512, b), ..] = &by_isa[..] {
                 let (a, b): (Vec<u32>, Vec<u32>) = (
                     a.iter().map(|v| v.to_bits()).collect(),
                     b.iter().map(|v| v.to_bits()).collect(),
@@ -441,5 +477,81 @@ mod tests {
                 prop_assert_eq!(a, b, "bits {} gs {} k {} n {}", bits, gs, k, n);
             }
         }
+    }
+
+    /// A fixed 4-bit, group-64 matrix of `n` rows (values cycling through
+    /// 0..15, scales and biases exactly representable).
+    fn fixed(n: usize, k: usize) -> (Vec<u32>, Vec<f32>, Vec<f32>) {
+        let packed = (0..n * k / 8)
+            .map(|i| (i as u32).wrapping_mul(0x9E37_79B9))
+            .collect();
+        let groups = n * k / 64;
+        let scales = (0..groups).map(|g| 0.25 + (g % 5) as f32 / 8.0).collect();
+        let biases = (0..groups).map(|g| (g % 3) as f32 - 1.0).collect();
+        (packed, scales, biases)
+    }
+
+    /// Runs every instruction set on `x` and checks each row against the
+    /// f64 reference (NaN where it is NaN, equal where it is infinite).
+    fn check_all_isas(x: &[f32], n: usize) {
+        let k = x.len();
+        let p = QParams {
+            group_size: 64,
+            bits: 4,
+        };
+        let (packed, scales, biases) = fixed(n, k);
+        let w = QRows {
+            packed: &packed,
+            scales: &scales,
+            biases: &biases,
+            n,
+            k,
+        };
+        let want = naive(x, &w, p);
+        for isa in isas() {
+            let got = run(x, &w, p, |v| v, isa);
+            for (r, (&g, &(want, mag))) in got.iter().zip(&want).enumerate() {
+                if !want.is_finite() {
+                    // Σ_g s Σ q x + b Σ x: an infinite x times q = 0 is NaN
+                    // there, where (s q + b) x is infinite.
+                    assert!(!g.is_finite(), "{isa:?} row {r}: {g} vs {want}");
+                } else {
+                    let err = (g as f64 - want).abs();
+                    assert!(err <= 1e-5 * mag + 1e-30, "{isa:?} row {r}: {g} vs {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn non_finite_inputs_give_what_the_float_sums_give() {
+        // NaN and infinities leave the integer kernel for the float ones.
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut x: Vec<f32> = (0..256).map(|i| (i % 7) as f32 - 3.0).collect();
+            x[70] = bad;
+            check_all_isas(&x, 6);
+        }
+    }
+
+    #[test]
+    fn outliers_and_extreme_ranges_keep_their_precision() {
+        // An outlier 1000 times the rest of its group; a group of values
+        // near f32's smallest normal (below the integer kernel's range); a
+        // group near its largest finite magnitude (above it); a zero group.
+        let mut x: Vec<f32> = (0..512)
+            .map(|i| ((i * 37) % 101) as f32 / 101.0 - 0.5)
+            .collect();
+        x[3] = 500.0;
+        for v in &mut x[64..128] {
+            *v *= 1e-36;
+        }
+        for v in &mut x[128..192] {
+            *v *= 1e37;
+        }
+        x[192..256].fill(0.0);
+        check_all_isas(&x, 6);
+        // Each on its own, so the integer kernel takes the outlier alone.
+        check_all_isas(&x[..64], 6);
+        check_all_isas(&[&x[..64], &x[192..256]].concat(), 6);
     }
 }
