@@ -489,6 +489,42 @@ fn half_reference(x: &[f32], k: usize, w: &[f32], n: usize, to_half: fn(f32) -> 
         .collect()
 }
 
+/// One row times a k-major half-precision matrix (a decode step's
+/// `scores @ V`, the cache broadcast over grouped heads) sums each column
+/// in k order: `big - big + small` keeps `small`, where any other order
+/// loses it to rounding (`small` is below half an f32 ulp of `big`).
+#[test]
+fn half_one_row_times_k_major_columns_sums_in_k_order() {
+    let (k, n) = (3usize, 32usize);
+    for (dtype, big, unit) in [
+        (Dtype::Bfloat16, 2f32.powi(30), 1f32),
+        (Dtype::Float16, 2f32.powi(15), 2f32.powi(-16)),
+    ] {
+        let small = |j: usize| (j + 1) as f32 * unit;
+        let w: Vec<f32> = (0..k * n)
+            .map(|i| match i / n {
+                0 => big,
+                1 => -big,
+                _ => small(i % n),
+            })
+            .collect();
+        let w = ops::astype(
+            &Array::from_slice(&w, &[1, 1, k as i32, n as i32]).unwrap(),
+            dtype,
+        )
+        .unwrap();
+        let w = ops::broadcast_to(&w, &[2, 3, k as i32, n as i32]).unwrap();
+        let x = ops::astype(
+            &Array::from_slice(&[1f32; 18], &[2, 3, 1, k as i32]).unwrap(),
+            dtype,
+        )
+        .unwrap();
+        let got = ops::astype(&ops::matmul(&x, &w).unwrap(), Dtype::Float32).unwrap();
+        let want: Vec<f32> = (0..6 * n).map(|i| small(i % n)).collect();
+        assert_eq!(got.to_vec::<f32>().unwrap(), want, "{dtype}");
+    }
+}
+
 /// Products whose f32 result depends on rounding each product before it
 /// is added: a bfloat16 product of 2^64 and 2^64 overflows to infinity,
 /// and infinity minus the largest finite product stays infinite, where a

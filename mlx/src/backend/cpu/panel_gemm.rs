@@ -122,16 +122,21 @@ fn addmm_typed<T: Operand>(
                 return sums.to_vec();
             }
         }
+        // Columns contiguous (`x @ W`, attention's `scores @ V`): each
+        // panel row is 16 neighbouring values of one row of `b`.
+        let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
+        let columns_contiguous = b_cs == 1 && b_rs != 1 && width == BLOCK;
+        if m == 1 && columns_contiguous && k > 0 {
+            if let Some(sums) = row_times_columns(b_src, k, panel_row, &lhs[e * k..(e + 1) * k]) {
+                return sums.to_vec();
+            }
+        }
         let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
         let product = |panel: &[f32]| {
             let fused = lhs_range.products_exact(&Magnitudes::of(panel));
             sweep(lhs, panel, rows, k, fused)
         };
         let mut panel = vec![0f32; k * BLOCK];
-        // Columns contiguous (`x @ W`, attention's `scores @ V`): each
-        // panel row is 16 neighbouring values of one row of `b`.
-        let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
-        let columns_contiguous = b_cs == 1 && b_rs != 1 && width == BLOCK;
         if !(columns_contiguous && widen_columns(b_src, k, panel_row, &mut panel)) {
             fill_panel(b_src, k, width, row, b_rs, &mut panel);
         }
@@ -526,6 +531,26 @@ fn row_times_rows<T: Operand>(
     None
 }
 
+/// `x @ W[:, j0..j0 + BLOCK]` for one row `x`, where the `BLOCK` values of
+/// `W`'s row `kk` are neighbours at `start(kk)` (a decode step's
+/// `scores @ V`): each sum in k order, products rounded before they are
+/// added, read in place without a panel. None when the CPU lacks the
+/// instructions.
+fn row_times_columns<T: Operand>(
+    src: &[T],
+    k: usize,
+    start: impl Fn(usize) -> isize,
+    x: &[f32],
+) -> Option<[f32; BLOCK]> {
+    #[cfg(target_arch = "x86_64")]
+    if lanes::available() {
+        // SAFETY: the CPU has AVX2 and F16C (checked just above).
+        return Some(unsafe { lanes::axpy16::<T>(src, k, start, x) });
+    }
+    let _ = (src, k, start, x);
+    None
+}
+
 #[cfg(target_arch = "x86_64")]
 mod lanes {
     use super::super::simd::transpose8;
@@ -619,6 +644,32 @@ mod lanes {
             _mm256_storeu_ps(dst.as_mut_ptr(), T::widen8(from.as_ptr()));
             _mm256_storeu_ps(dst.as_mut_ptr().add(8), T::widen8(from.as_ptr().add(8)));
         }
+    }
+
+    /// See [`super::row_times_columns`].
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn axpy16<T: Widen8>(
+        src: &[T],
+        k: usize,
+        start: impl Fn(usize) -> isize,
+        x: &[f32],
+    ) -> [f32; BLOCK] {
+        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for (kk, &xk) in x.iter().enumerate().take(k) {
+            let from = &src[start(kk) as usize..][..BLOCK];
+            let xv = _mm256_set1_ps(xk);
+            // SAFETY: `from` holds BLOCK = 16 values.
+            lo = _mm256_add_ps(lo, _mm256_mul_ps(xv, T::widen8(from.as_ptr())));
+            hi = _mm256_add_ps(hi, _mm256_mul_ps(xv, T::widen8(from.as_ptr().add(8))));
+        }
+        let mut out = [0f32; BLOCK];
+        // SAFETY: `out` holds BLOCK = 16 f32.
+        _mm256_storeu_ps(out.as_mut_ptr(), lo);
+        _mm256_storeu_ps(out.as_mut_ptr().add(8), hi);
+        out
     }
 
     /// See [`super::row_times_rows`].
