@@ -312,3 +312,44 @@ fn where_and_add_of_empty_arrays() {
     let sum = ops::add(&e, &Array::scalar(1.0f32)).unwrap();
     assert!(sum.to_vec::<f32>().unwrap().is_empty());
 }
+
+/// A dense temporary plus a broadcast row (an attention mask over the
+/// scores of every head), on either side: the row is copied row-major and
+/// the sum written into the temporary's buffer or a new one, above and
+/// below the parallel threshold; against the closed form.
+#[test]
+fn dense_temporary_plus_a_broadcast_row() {
+    for (heads, n) in [(9, 256), (3, 40_000)] {
+        let scores: Vec<f32> = (0..heads * n).map(|i| (i % 97) as f32 * 0.25).collect();
+        let mask: Vec<f32> = (0..n)
+            .map(|j| if j % 3 == 0 { -1.5 } else { 0.5 })
+            .collect();
+        let s = Array::from_slice(&scores, &[1, heads as i32, 1, n as i32]).unwrap();
+        let m = Array::from_slice(&mask, &[1, 1, 1, n as i32]).unwrap();
+        let row = ops::broadcast_to(&m, &[1, heads as i32, 1, n as i32]).unwrap();
+        let want: Vec<f32> = (0..heads * n)
+            .map(|i| scores[i] * 2.0 + mask[i % n])
+            .collect();
+        for row_first in [false, true] {
+            // `s * 2` is a temporary only the sum reads: its buffer may be reused.
+            let twice = ops::multiply(&s, &Array::scalar(2.0f32)).unwrap();
+            let sum = if row_first {
+                ops::add(&row, &twice)
+            } else {
+                ops::add(&twice, &row)
+            }
+            .unwrap();
+            drop(twice);
+            assert_eq!(
+                sum.to_vec::<f32>().unwrap(),
+                want,
+                "{heads} x {n}, row first {row_first}"
+            );
+            // And with the dense operand kept alive (no donation).
+            let twice = ops::multiply(&s, &Array::scalar(2.0f32)).unwrap();
+            twice.eval().unwrap();
+            let sum = ops::add(&twice, &row).unwrap();
+            assert_eq!(sum.to_vec::<f32>().unwrap(), want, "{heads} x {n}, kept");
+        }
+    }
+}

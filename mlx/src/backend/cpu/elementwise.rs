@@ -218,9 +218,20 @@ pub fn binary<T: Element, U: Element>(
     let (da, db) = (a.data()?, b.data()?);
     let mut buf = fresh_output(out);
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
+    let (mut ka, mut kb) = (Vec::new(), Vec::new());
     match (Operand::of(&da, shape, n), Operand::of(&db, shape, n)) {
         (Some(x), Some(y)) => for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f)),
-        _ => {
+        // One strided operand (a broadcast row such as an attention mask):
+        // copied row-major, then the vector loop.
+        (Some(x), None) => {
+            let y = Operand::or_copy(&db, shape, n, &mut kb);
+            for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f))
+        }
+        (None, Some(y)) => {
+            let x = Operand::or_copy(&da, shape, n, &mut ka);
+            for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f))
+        }
+        (None, None) => {
             // General strided case: materialise b row-major, then walk a's rows.
             let sa = da.buffer.as_slice::<T>();
             let yb = to_contiguous_vec::<T>(&db, shape);
@@ -237,8 +248,8 @@ pub fn binary<T: Element, U: Element>(
 }
 
 /// The binary op written into a donated input buffer (T and U are the same
-/// type), when one operand can give its buffer and the other is dense or a
-/// broadcast scalar.
+/// type), when one operand can give its buffer (the other is read in place
+/// when dense or a broadcast scalar, else copied row-major first).
 fn binary_donated<T: Element, U: Element>(
     a: &Array,
     b: &Array,
@@ -256,12 +267,12 @@ fn binary_donated<T: Element, U: Element>(
             continue;
         }
         let dother = other.data()?;
-        let Some(y) = Operand::<T>::of(&dother, shape, n) else {
-            continue;
-        };
         let Some(mut buf) = donor.try_donate() else {
             continue;
         };
+        // A strided `other` (a broadcast row) is copied row-major.
+        let mut keep = Vec::new();
+        let y = Operand::<T>::or_copy(&dother, shape, n, &mut keep);
         let o = &mut buf.as_mut_slice::<T>().expect("heap buffer")[..n];
         for_chunks(o, |start, o| {
             let r = start..start + o.len();
