@@ -218,31 +218,25 @@ pub fn binary<T: Element, U: Element>(
     let (da, db) = (a.data()?, b.data()?);
     let mut buf = fresh_output(out);
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
-    let (mut ka, mut kb) = (Vec::new(), Vec::new());
-    match (Operand::of(&da, shape, n), Operand::of(&db, shape, n)) {
-        (Some(x), Some(y)) => for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f)),
-        // One strided operand (a broadcast row such as an attention mask):
-        // copied row-major, then the vector loop.
-        (Some(x), None) => {
-            let y = Operand::or_copy(&db, shape, n, &mut kb);
-            for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f))
-        }
-        (None, Some(y)) => {
-            let x = Operand::or_copy(&da, shape, n, &mut ka);
-            for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f))
-        }
-        (None, None) => {
-            // General strided case: materialise b row-major, then walk a's rows.
-            let sa = da.buffer.as_slice::<T>();
-            let yb = to_contiguous_vec::<T>(&db, shape);
-            let mut k = 0;
-            for_each_row(shape, &da.strides, da.offset, |base, len, stride| {
-                for i in 0..len as isize {
-                    o[k] = f(sa[(base + i * stride) as usize], yb[k]);
-                    k += 1;
-                }
-            });
-        }
+    let strided = |d: &Data| Operand::<T>::of(d, shape, n).is_none();
+    if !(strided(&da) && strided(&db)) {
+        // Dense, scalar, or one strided operand (a broadcast row such as an
+        // attention mask) copied row-major: the vector loop.
+        let (mut ka, mut kb) = (Vec::new(), Vec::new());
+        let x = Operand::or_copy(&da, shape, n, &mut ka);
+        let y = Operand::or_copy(&db, shape, n, &mut kb);
+        for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f));
+    } else {
+        // Both strided: materialise b row-major, then walk a's rows.
+        let sa = da.buffer.as_slice::<T>();
+        let yb = to_contiguous_vec::<T>(&db, shape);
+        let mut k = 0;
+        for_each_row(shape, &da.strides, da.offset, |base, len, stride| {
+            for i in 0..len as isize {
+                o[k] = f(sa[(base + i * stride) as usize], yb[k]);
+                k += 1;
+            }
+        });
     }
     Ok(Data::contiguous(buf, shape))
 }

@@ -115,19 +115,22 @@ fn addmm_typed<T: Operand>(
     let sums_of = |(e, i0, rows, j0): (usize, usize, usize, usize)| -> Vec<f32> {
         let width = BLOCK.min(n - j0);
         let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
-        // (k = 0 leaves nothing to read: the scalar loop below does nothing.)
-        let rows_along_k = b_rs == 1 && width == BLOCK && k > 0;
-        if m == 1 && rows_along_k {
-            if let Some(sums) = row_times_rows(b_src, k, row, &lhs[e * k..(e + 1) * k]) {
-                return sums.to_vec();
-            }
-        }
         // Columns contiguous (`x @ W`, attention's `scores @ V`): each
         // panel row is 16 neighbouring values of one row of `b`.
         let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
         let columns_contiguous = b_cs == 1 && b_rs != 1 && width == BLOCK;
-        if m == 1 && columns_contiguous && k > 0 {
-            if let Some(sums) = row_times_columns(b_src, k, panel_row, &lhs[e * k..(e + 1) * k]) {
+        // One row reads `b` in place, rows along k or columns contiguous.
+        // (k = 0 leaves nothing to read: the scalar loop below does nothing.)
+        if m == 1 && width == BLOCK && k > 0 {
+            let x = &lhs[e * k..(e + 1) * k];
+            let sums = if b_rs == 1 {
+                row_times_rows(b_src, k, row, x)
+            } else if columns_contiguous {
+                row_times_columns(b_src, k, panel_row, x)
+            } else {
+                None
+            };
+            if let Some(sums) = sums {
                 return sums.to_vec();
             }
         }

@@ -89,6 +89,14 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
     let xsums: Vec<f32> = x.chunks(gs).map(|c| c.iter().sum()).collect();
     let row_words = k * p.bits / 32;
     let row_bytes = row_words * 4;
+    let a = Args {
+        x,
+        xp: &[],
+        xsums: &xsums,
+        w,
+        p,
+        row_words,
+    };
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Vnni && super::qgemv_vnni::supports(p.bits, gs) {
         use super::qgemv_vnni::{rows, split};
@@ -100,27 +108,13 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
                 4 => rows::<S, 4>,
                 _ => rows::<S, 8>,
             };
-            let a = Args {
-                x,
-                xp: &[],
-                xsums: &xsums,
-                w,
-                p,
-                row_words,
-            };
             return in_tasks(n, row_bytes, out, |r0, o| unsafe { rows(&a, &d, r0, o) });
         }
     }
+    // The float kernels: the permuted `x` for the blocked layouts.
     let blocked = matches!(p.bits, 2 | 4 | 8) && row_words.is_multiple_of(LANES);
     let xp = if blocked { permute(x, p.bits) } else { vec![] };
-    let a = Args {
-        x,
-        xp: &xp,
-        xsums: &xsums,
-        w,
-        p,
-        row_words,
-    };
+    let a = Args { xp: &xp, ..a };
     let rows = select_rows::<S>(blocked, p.bits, isa.min(Isa::Avx512));
     in_tasks(n, row_bytes, out, |r0, o| rows(&a, r0, o));
 }
