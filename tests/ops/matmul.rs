@@ -646,13 +646,14 @@ proptest! {
     }
 
     /// Products of many rows (prefill-shaped: the 12-, 6-, 4- and 1-row
-    /// kernels, and the fused multiply-add where every product is exact)
+    /// kernels, the 12-row kernel over two panels with k past its cache
+    /// step of 128, and the fused multiply-add where every product is exact)
     /// against the written-out loop, bit for bit. bfloat16 values are
     /// scaled by up to 2^±72 so that some products overflow or fall below
     /// f32's normal range, where only the product-then-sum order is right.
     #[test]
     fn half_products_of_many_rows_sum_in_mlx_order(
-        m in 1usize..40, k in 0usize..120, n in 1usize..40, bf in any::<bool>(),
+        m in 1usize..40, k in 0usize..300, n in 1usize..40, bf in any::<bool>(),
         w_t in any::<bool>(), scales in (0usize..5, 0usize..5), seed in any::<u64>(),
     ) {
         let mut g = common::Lcg::new(seed);

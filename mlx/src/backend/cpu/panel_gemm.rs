@@ -12,8 +12,9 @@
 //!
 //! Columns are taken in blocks: a block of `b` is widened into an f32 panel
 //! laid out `k`-major, then rows of `a` sweep it, up to 12 at a time, with
-//! `BLOCK` accumulators each. Every output element is computed by one task
-//! in one order, so the result does not depend on the thread count.
+//! `BLOCK` accumulators each; with AVX-512 a task takes two blocks and 12
+//! rows sweep both panels at once. Every output element is computed by one
+//! task in one order, so the result does not depend on the thread count.
 //!
 //! Rows of `a` are stored in groups, k-major, and k is taken in steps
 //! that keep a group's and a panel's slices in L1 ([`grouped`], [`KC`]).
@@ -106,49 +107,73 @@ fn addmm_typed<T: Operand>(
         (LHS_BYTES / (4 * k) / 12 * 12).max(12)
     };
     let chunks = m.div_ceil(chunk_rows);
-    // Task `t`: batch entry `e`, rows from `i0`, columns from `j0`.
+    // A task takes `per_task` neighbouring blocks: two where a kernel
+    // sweeps two panels at once (see `sweep`), else one.
+    let per_task = if sweeps_pairs(m) { 2 } else { 1 };
+    let task_blocks = blocks.div_ceil(per_task);
+    // Task `t`: batch entry `e`, rows from `i0`, blocks from `b0`.
     let place = |t: usize| {
-        let (e, rc, cb) = (t / (blocks * chunks), t / blocks % chunks, t % blocks);
+        let (e, rc, tb) = (
+            t / (task_blocks * chunks),
+            t / task_blocks % chunks,
+            t % task_blocks,
+        );
         let i0 = rc * chunk_rows;
-        (e, i0, chunk_rows.min(m - i0), cb * BLOCK)
+        let b0 = tb * per_task;
+        (e, i0, chunk_rows.min(m - i0), b0, per_task.min(blocks - b0))
     };
-    let sums_of = |(e, i0, rows, j0): (usize, usize, usize, usize)| -> Vec<f32> {
-        let width = BLOCK.min(n - j0);
-        let row = |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
-        // Columns contiguous (`x @ W`, attention's `scores @ V`): each
-        // panel row is 16 neighbouring values of one row of `b`.
-        let panel_row = |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
-        let columns_contiguous = b_cs == 1 && b_rs != 1 && width == BLOCK;
-        // One row reads `b` in place, rows along k or columns contiguous.
-        // (k = 0 leaves nothing to read: the scalar loop below does nothing.)
-        if m == 1 && width == BLOCK && k > 0 {
-            let x = &lhs[e * k..(e + 1) * k];
-            let sums = if b_rs == 1 {
-                row_times_rows(b_src, k, row, x)
-            } else if columns_contiguous {
-                row_times_columns(b_src, k, panel_row, x)
-            } else {
-                None
-            };
-            if let Some(sums) = sums {
-                return sums.to_vec();
-            }
+    // Block `j0` of batch entry `e`: where column `jj` starts (`b`'s rows
+    // along k), and where panel row `kk` starts (columns contiguous: `x @ W`,
+    // attention's `scores @ V`; 16 neighbouring values of one row of `b`).
+    let b_off = b_off.as_slice();
+    let column = |e: usize, j0: usize| move |jj: usize| b_off[e] + (j0 + jj) as isize * b_cs;
+    let panel_row =
+        |e: usize, j0: usize| move |kk: usize| b_off[e] + kk as isize * b_rs + j0 as isize;
+    let columns_contiguous = |j0: usize| b_cs == 1 && b_rs != 1 && BLOCK <= n - j0;
+    // The sums of one block (`rows x BLOCK`) where one row reads `b` in
+    // place, rows along k or columns contiguous; None where it goes
+    // through a panel. (k = 0 leaves nothing to read: the panel's scalar
+    // loop does nothing.)
+    let in_place = |(e, j0): (usize, usize)| -> Option<Vec<f32>> {
+        if m != 1 || BLOCK > n - j0 || k == 0 {
+            return None;
         }
-        let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
-        let product = |panel: &[f32]| {
-            let fused = lhs_range.products_exact(&Magnitudes::of(panel));
-            sweep(lhs, panel, rows, k, fused)
+        let x = &lhs[e * k..(e + 1) * k];
+        let sums = if b_rs == 1 {
+            row_times_rows(b_src, k, column(e, j0), x)
+        } else if columns_contiguous(j0) {
+            row_times_columns(b_src, k, panel_row(e, j0), x)
+        } else {
+            None
         };
-        let mut panel = vec![0f32; k * BLOCK];
-        if !(columns_contiguous && widen_columns(b_src, k, panel_row, &mut panel)) {
-            fill_panel(b_src, k, width, row, b_rs, &mut panel);
-        }
-        product(&panel)
+        sums.map(|s| s.to_vec())
     };
-    // Task `t`'s `rows x width` outputs, in the output type.
-    let block = |t: usize| -> Vec<T> {
-        let (e, i0, rows, j0) = place(t);
-        let mut sums = sums_of((e, i0, rows, j0));
+    // Block `j0`'s columns of `b`, widened into a `k x BLOCK` panel.
+    let panel_of = |(e, j0): (usize, usize)| -> Vec<f32> {
+        let mut panel = vec![0f32; k * BLOCK];
+        if !(columns_contiguous(j0) && widen_columns(b_src, k, panel_row(e, j0), &mut panel)) {
+            let width = BLOCK.min(n - j0);
+            fill_panel(b_src, k, width, column(e, j0), b_rs, &mut panel);
+        }
+        panel
+    };
+    // Task `t`'s sums, `rows x BLOCK` per block.
+    let sums_of = |(e, i0, rows, b0, nb): (usize, usize, usize, usize, usize)| -> Vec<Vec<f32>> {
+        let starts = (b0..b0 + nb).map(|b| (e, b * BLOCK));
+        if let Some(sums) = starts.clone().map(in_place).collect::<Option<Vec<_>>>() {
+            return sums;
+        }
+        let panels: Vec<Vec<f32>> = starts.map(panel_of).collect();
+        let panels: Vec<&[f32]> = panels.iter().map(|p| p.as_slice()).collect();
+        let fused = panels
+            .iter()
+            .all(|p| lhs_range.products_exact(&Magnitudes::of(p)));
+        let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
+        sweep(lhs, &panels, rows, k, fused)
+    };
+    // One block's `rows x width` outputs (columns from `j0`) from its sums,
+    // in the output type.
+    let finish = |e: usize, i0: usize, rows: usize, j0: usize, mut sums: Vec<f32>| -> Vec<T> {
         let width = BLOCK.min(n - j0);
         let mut out = vec![T::zero(); rows * width];
         for (i, (sums, out)) in sums
@@ -170,17 +195,28 @@ fn addmm_typed<T: Operand>(
         }
         out
     };
-    let tasks = a_off.len() * chunks * blocks;
+    // Task `t`'s outputs, one `Vec` per block.
+    let block = |t: usize| -> Vec<Vec<T>> {
+        let (e, i0, rows, b0, nb) = place(t);
+        let sums = sums_of((e, i0, rows, b0, nb));
+        sums.into_iter()
+            .enumerate()
+            .map(|(b, sums)| finish(e, i0, rows, (b0 + b) * BLOCK, sums))
+            .collect()
+    };
+    let tasks = a_off.len() * chunks * task_blocks;
     let parallel = a_off.len() * m * n * k >= PAR_WORK;
-    let outs: Vec<Vec<T>> = if parallel {
+    let outs: Vec<Vec<Vec<T>>> = if parallel {
         (0..tasks)
             .into_par_iter()
-            .with_min_len(4)
+            .with_min_len(4 / per_task)
             .map(block)
             .collect()
     } else {
         (0..tasks).map(block).collect()
     };
+    // Blocks in order: (batch entry, row chunk, block).
+    let outs: Vec<Vec<T>> = outs.into_iter().flatten().collect();
     // Output row `r` (batch entry r / m, row r % m) from its blocks.
     let write_row = |(r, dst): (usize, &mut [T])| {
         let (e, i) = (r / m, r % m);
@@ -199,14 +235,73 @@ fn addmm_typed<T: Operand>(
     }
 }
 
-/// `lhs (m x k, rows in groups: [`grouped`]) @ panel (k x BLOCK)` as
-/// `m x BLOCK` sums, each in `k` order.
+/// Whether `m` rows are many enough for a task to sweep two panels at
+/// once (a group of rows the pair kernel takes), on this CPU.
+fn sweeps_pairs(m: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let Some((rows, _)) = lanes::pair_kernel(false) {
+        return m >= rows;
+    }
+    let _ = m;
+    false
+}
+
+/// `lhs (m x k, rows in groups: [`grouped`]) @ panel (k x BLOCK)` for each
+/// panel, as `m x BLOCK` sums each, every sum in `k` order.
 /// `fused`: every product of an `lhs` and a `panel` value is exact in f32
 /// ([`Magnitudes::products_exact`]), so a fused multiply-add rounds each
 /// step as the product-then-sum does.
-fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize, fused: bool) -> Vec<f32> {
-    let mut out = vec![0f32; m * BLOCK];
-    let mut i = 0;
+///
+/// Two panels are swept together where the CPU has a kernel for it: each
+/// row value read is multiplied into both, which halves the loads per
+/// multiply-add (the one-panel kernel waits on loads, not arithmetic).
+fn sweep(lhs: &[f32], panels: &[&[f32]], m: usize, k: usize, fused: bool) -> Vec<Vec<f32>> {
+    let mut outs = vec![vec![0f32; m * BLOCK]; panels.len()];
+    let mut start = 0;
+    #[cfg(target_arch = "x86_64")]
+    if let ([a, b], [out_a, out_b], Some((rows, kernel))) =
+        (panels, outs.as_mut_slice(), lanes::pair_kernel(fused))
+    {
+        while start + rows <= m {
+            let group = &lhs[start * k..(start + rows) * k];
+            let sums = start * BLOCK..(start + rows) * BLOCK;
+            let (out_a, out_b) = (&mut out_a[sums.clone()], &mut out_b[sums]);
+            // Half of `KC`: two panels' slices stay in L1 beside the group's.
+            for k0 in (0..k).step_by(KC / 2) {
+                let kc = (KC / 2).min(k - k0);
+                let at = k0 * BLOCK..(k0 + kc) * BLOCK;
+                // SAFETY: `pair_kernel` gives only a kernel whose
+                // instructions the CPU has; slices as in `sweep_one`.
+                unsafe {
+                    kernel(
+                        &group[k0 * rows..(k0 + kc) * rows],
+                        [&a[at.clone()], &b[at]],
+                        kc,
+                        [&mut *out_a, &mut *out_b],
+                    )
+                };
+            }
+            start += rows;
+        }
+    }
+    for (panel, out) in panels.iter().zip(&mut outs) {
+        sweep_one(lhs, panel, m, k, fused, start, out);
+    }
+    outs
+}
+
+/// [`sweep`] for one panel and the rows from `start` on (those before are
+/// done), into `out` (`m x BLOCK`).
+fn sweep_one(
+    lhs: &[f32],
+    panel: &[f32],
+    m: usize,
+    k: usize,
+    fused: bool,
+    start: usize,
+    out: &mut [f32],
+) {
+    let mut i = start;
     #[cfg(target_arch = "x86_64")]
     for (rows, kernel) in lanes::kernels(fused) {
         while i + rows <= m {
@@ -244,7 +339,6 @@ fn sweep(lhs: &[f32], panel: &[f32], m: usize, k: usize, fused: bool) -> Vec<f32
         }
         out[i * BLOCK..(i + 1) * BLOCK].copy_from_slice(&acc);
     }
-    out
 }
 
 /// The rows `a_off[e] + i * rs` (`i < m`, `k` values `cs` apart) of `src`,
@@ -773,6 +867,74 @@ mod lanes {
             (false, true, false) => NARROW,
             (false, true, true) => NARROW_FUSED,
             (false, false, _) => &[],
+        }
+    }
+
+    /// A kernel `out[p] (R x BLOCK) += rows (R x k, k-major) @ panel[p]
+    /// (k x BLOCK)` for two panels p at once, each sum as in [`Kernel`].
+    pub type PairKernel = unsafe fn(&[f32], [&[f32]; 2], usize, [&mut [f32]; 2]);
+
+    /// The two-panel kernel and its row count, with AVX-512 (its 24
+    /// accumulators need 32 registers).
+    pub fn pair_kernel(fused: bool) -> Option<(usize, PairKernel)> {
+        if !super::super::simd::has_avx512() {
+            return None;
+        }
+        Some(if fused {
+            (12, wide_pair::<12, true>)
+        } else {
+            (12, wide_pair::<12, false>)
+        })
+    }
+
+    /// [`PairKernel`] on 16-lane vectors: per step of k, two panel loads
+    /// and `R` row values, each broadcast once for `2R` multiply-adds.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F; `rows` must hold `R * k` values,
+    /// each panel `k * BLOCK`, each `out` `R * BLOCK`.
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    unsafe fn wide_pair<const R: usize, const FUSED: bool>(
+        rows: &[f32],
+        panels: [&[f32]; 2],
+        k: usize,
+        out: [&mut [f32]; 2],
+    ) {
+        assert!(rows.len() >= R * k);
+        assert!(panels.iter().all(|p| p.len() >= k * BLOCK));
+        assert!(out.iter().all(|o| o.len() >= R * BLOCK));
+        let [pa, pb] = panels.map(|p| p.as_ptr());
+        // SAFETY: r * BLOCK + 16 <= R * BLOCK <= each out's length.
+        let mut acc: [[__m512; 2]; R] = std::array::from_fn(|r| {
+            [
+                _mm512_loadu_ps(out[0].as_ptr().add(r * BLOCK)),
+                _mm512_loadu_ps(out[1].as_ptr().add(r * BLOCK)),
+            ]
+        });
+        for kk in 0..k {
+            // SAFETY: kk < k, so kk * BLOCK + 16 <= each panel's length and
+            // kk * R + r < R * k <= rows.len() (asserted above).
+            let (a, b) = (
+                _mm512_loadu_ps(pa.add(kk * BLOCK)),
+                _mm512_loadu_ps(pb.add(kk * BLOCK)),
+            );
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm512_set1_ps(*rows.get_unchecked(kk * R + r));
+                *acc = if FUSED {
+                    [_mm512_fmadd_ps(x, a, acc[0]), _mm512_fmadd_ps(x, b, acc[1])]
+                } else {
+                    [
+                        _mm512_add_ps(acc[0], _mm512_mul_ps(x, a)),
+                        _mm512_add_ps(acc[1], _mm512_mul_ps(x, b)),
+                    ]
+                };
+            }
+        }
+        let [oa, ob] = out;
+        for (r, acc) in acc.iter().enumerate() {
+            // SAFETY: r * BLOCK + 16 <= R * BLOCK <= each out's length.
+            _mm512_storeu_ps(oa.as_mut_ptr().add(r * BLOCK), acc[0]);
+            _mm512_storeu_ps(ob.as_mut_ptr().add(r * BLOCK), acc[1]);
         }
     }
 
