@@ -510,6 +510,29 @@ fn gather_with_out_of_range_indices_is_an_error() {
     }
 }
 
+/// A recorded output spec the inputs do not give: the trace is not
+/// trusted to replay with its recorded specs, and the call says which
+/// entry lies.
+#[test]
+fn recorded_outputs_the_inputs_do_not_give_are_refused_at_the_call() {
+    for (shape, dtype) in [
+        (&[5i128][..], "float32"),
+        (&[4], "int32"),
+        (&[2, 2], "float32"),
+    ] {
+        let e = run_err(
+            &single_entry(
+                "Abs",
+                map(&[]),
+                vec![spec(&[4], "float32")],
+                spec(shape, dtype),
+            ),
+            &[f32s(4)],
+        );
+        assert_has(&e, &["entry 0 (Abs)", "records outputs", "float32 [4]"]);
+    }
+}
+
 #[test]
 fn negative_dimensions_anywhere_are_refused() {
     // In an input spec, an entry's recorded output and a state.

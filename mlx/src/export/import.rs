@@ -7,7 +7,7 @@ use super::tape::{FunctionTable, Tape, ValueRef};
 use super::Format;
 use crate::transforms::fuse::fuse;
 use crate::transforms::simplify::merge_repeated;
-use crate::transforms::tracing::replay;
+use crate::transforms::tracing::{replay, replay_recorded};
 use crate::{Array, Error, Kwargs, Result};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -80,6 +80,10 @@ pub struct ImportedFunction {
     /// `compile` does (fixed-shape files only: a shapeless call may
     /// broadcast where the trace did not). The table keeps the file's graph.
     runnable: Vec<Tape>,
+    /// For each runnable trace, whether its recorded specs follow from its
+    /// inputs' (checked at import): its calls then take them as recorded
+    /// ([`replay_recorded`]) instead of inferring every node's again.
+    checked: Vec<bool>,
     /// For each trace, the constants what a call replays reads: the ones
     /// checked before the call (walked once here, not on every call).
     constants_used: Vec<Vec<usize>>,
@@ -216,6 +220,10 @@ impl ImportedFunction {
                 .map(|t| Cost::of_tape(t, &table.constants))
                 .collect()
         };
+        let checked = runnable
+            .iter()
+            .map(|t| check_recorded_specs(t, &table.constants).is_ok())
+            .collect();
         let constants_used = (0..table.functions.len())
             .map(|i| constants_of(runnable.get(i).unwrap_or(&table.functions[i])))
             .collect();
@@ -227,6 +235,7 @@ impl ImportedFunction {
             checks,
             version,
             runnable,
+            checked,
             constants_used,
             caps: ImportOptions::default(),
             costs,
@@ -265,7 +274,11 @@ impl ImportedFunction {
             .cloned()
             .chain(kwargs.values().cloned())
             .collect();
-        let outputs = replay(tape, &self.table.constants, &inputs, self.table.shapeless)?;
+        let outputs = if self.checked.get(i) == Some(&true) {
+            replay_recorded(tape, &self.table.constants, &inputs)?
+        } else {
+            replay(tape, &self.table.constants, &inputs, self.table.shapeless)?
+        };
         if self.table.shapeless {
             Cost::of_graph(&outputs).check(&self.caps)?;
         }
@@ -350,6 +363,48 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A trace whose recorded specs were checked at import replays with
+    /// them: the same specs and values as inferring each node's, and
+    /// inputs of other specs are refused.
+    #[test]
+    fn checked_traces_replay_with_their_recorded_specs() {
+        use crate::transforms::tracing::{replay, replay_recorded};
+        use crate::{ops, Dtype};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/llm/llama_f32/model.mlxfn"
+        );
+        let f = super::import_function(path).unwrap();
+        assert!(f.checked.len() == 4 && f.checked.iter().all(|&c| c));
+        let (tape, constants) = (&f.runnable[0], &f.table.constants);
+        let args: Vec<crate::Array> = tape
+            .inputs
+            .iter()
+            .map(|s| ops::zeros(&s.shape, s.dtype).unwrap())
+            .collect();
+        let recorded = replay_recorded(tape, constants, &args).unwrap();
+        let inferred = replay(tape, constants, &args, false).unwrap();
+        crate::eval(&recorded).unwrap();
+        crate::eval(&inferred).unwrap();
+        for (r, i) in recorded.iter().zip(&inferred) {
+            assert_eq!(r.spec(), i.spec());
+            let bits = |a: &crate::Array| -> Vec<u32> {
+                let v = ops::astype(a, Dtype::Float32)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap();
+                v.iter().map(|x| x.to_bits()).collect()
+            };
+            assert_eq!(bits(r), bits(i));
+        }
+        let mut other = args.clone();
+        let s = &tape.inputs[0];
+        let longer: Vec<i32> = s.shape.iter().map(|&d| d + 1).collect();
+        other[0] = ops::zeros(&longer, s.dtype).unwrap();
+        let err = replay_recorded(tape, constants, &other).unwrap_err();
+        assert!(err.to_string().contains("input 0"), "{err}");
     }
 
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once
