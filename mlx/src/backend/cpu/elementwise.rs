@@ -29,7 +29,10 @@ pub fn fresh_output(spec: &Spec) -> Buffer {
 
 /// Runs `body(start, chunk)` over consecutive chunks of `out`, on several
 /// threads when `out` is large, each compiled for AVX2 + FMA when the CPU
-/// has them.
+/// has them. Callers mark `body` `#[inline(always)]`: only code inlined
+/// into [`with_fma`] gets its instructions, and a body the compiler left
+/// out of line ran its element function a call at a time, multiply-adds
+/// and `floor` as library calls (float16's sigmoid, 8x slower).
 fn for_chunks<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
     if out.len() >= PAR_THRESHOLD {
         out.par_chunks_mut(CHUNK)
@@ -50,22 +53,32 @@ fn fill_from<T: Element, U: Element>(
     let s = src.buffer.as_slice::<T>();
     if src.is_row_contiguous(shape) {
         let s = &s[src.offset..src.offset + out.len()];
-        for_chunks(out, |start, o| {
-            let x = &s[start..start + o.len()];
-            for (o, &x) in o.iter_mut().zip(x) {
-                *o = f(x);
-            }
-        });
+        for_chunks(
+            out,
+            #[inline(always)]
+            |start, o| {
+                let x = &s[start..start + o.len()];
+                for (o, &x) in o.iter_mut().zip(x) {
+                    *o = f(x);
+                }
+            },
+        );
         return;
     }
     let mut k = 0;
     with_fma(|| {
-        for_each_row(shape, &src.strides, src.offset, |base, len, stride| {
-            for i in 0..len as isize {
-                out[k] = f(s[(base + i * stride) as usize]);
-                k += 1;
-            }
-        })
+        for_each_row(
+            shape,
+            &src.strides,
+            src.offset,
+            #[inline(always)]
+            |base, len, stride| {
+                for i in 0..len as isize {
+                    out[k] = f(s[(base + i * stride) as usize]);
+                    k += 1;
+                }
+            },
+        )
     });
 }
 
@@ -95,17 +108,21 @@ pub fn unary<T: Element, U: Element>(
 /// Converts the `n` elements of a donated buffer from T to U in place.
 fn map_in_place<T: Element, U: Element>(buf: &mut Buffer, n: usize, f: &(impl Fn(T) -> U + Sync)) {
     let data = &mut buf.as_mut_slice::<T>().expect("heap buffer")[..n];
-    for_chunks(data, |_, chunk| {
-        let p = chunk.as_mut_ptr();
-        for i in 0..chunk.len() {
-            // SAFETY: T and U have the same size; element i of this chunk is
-            // read before it is written, and no other thread touches it.
-            unsafe {
-                let x = p.add(i).read();
-                (p as *mut U).add(i).write(f(x));
+    for_chunks(
+        data,
+        #[inline(always)]
+        |_, chunk| {
+            let p = chunk.as_mut_ptr();
+            for i in 0..chunk.len() {
+                // SAFETY: T and U have the same size; element i of this chunk is
+                // read before it is written, and no other thread touches it.
+                unsafe {
+                    let x = p.add(i).read();
+                    (p as *mut U).add(i).write(f(x));
+                }
             }
-        }
-    });
+        },
+    );
 }
 
 /// The contiguous elements of an operand, or its one value when it is a
@@ -225,7 +242,11 @@ pub fn binary<T: Element, U: Element>(
         let (mut ka, mut kb) = (Vec::new(), Vec::new());
         let x = Operand::or_copy(&da, shape, n, &mut ka);
         let y = Operand::or_copy(&db, shape, n, &mut kb);
-        for_chunks(o, |start, o| zip_chunk(o, start, x, y, &f));
+        for_chunks(
+            o,
+            #[inline(always)]
+            |start, o| zip_chunk(o, start, x, y, &f),
+        );
     } else {
         // Both strided: materialise b row-major, then walk a's rows.
         let sa = da.buffer.as_slice::<T>();
@@ -268,19 +289,23 @@ fn binary_donated<T: Element, U: Element>(
         let mut keep = Vec::new();
         let y = Operand::<T>::or_copy(&dother, shape, n, &mut keep);
         let o = &mut buf.as_mut_slice::<T>().expect("heap buffer")[..n];
-        for_chunks(o, |start, o| {
-            let r = start..start + o.len();
-            match (y, donor_first) {
-                (Operand::Dense(y), true) => {
-                    o.iter_mut().zip(&y[r]).for_each(|(o, &y)| *o = same(*o, y))
+        for_chunks(
+            o,
+            #[inline(always)]
+            |start, o| {
+                let r = start..start + o.len();
+                match (y, donor_first) {
+                    (Operand::Dense(y), true) => {
+                        o.iter_mut().zip(&y[r]).for_each(|(o, &y)| *o = same(*o, y))
+                    }
+                    (Operand::Dense(y), false) => {
+                        o.iter_mut().zip(&y[r]).for_each(|(o, &y)| *o = same(y, *o))
+                    }
+                    (Operand::Scalar(y), true) => o.iter_mut().for_each(|o| *o = same(*o, y)),
+                    (Operand::Scalar(y), false) => o.iter_mut().for_each(|o| *o = same(y, *o)),
                 }
-                (Operand::Dense(y), false) => {
-                    o.iter_mut().zip(&y[r]).for_each(|(o, &y)| *o = same(y, *o))
-                }
-                (Operand::Scalar(y), true) => o.iter_mut().for_each(|o| *o = same(*o, y)),
-                (Operand::Scalar(y), false) => o.iter_mut().for_each(|o| *o = same(y, *o)),
-            }
-        });
+            },
+        );
         return Ok(Some(Data::contiguous(buf, shape)));
     }
     Ok(None)
@@ -306,10 +331,14 @@ pub fn ternary<C: Element, T: Element, U: Element>(
     let xb = Operand::<T>::or_copy(&db, shape, n, &mut kb);
     let mut buf = fresh_output(out);
     let o = buf.as_mut_slice::<U>().expect("heap buffer");
-    for_chunks(o, |start, o| {
-        for (i, o) in (start..).zip(o.iter_mut()) {
-            *o = f(xc.at(i), xa.at(i), xb.at(i));
-        }
-    });
+    for_chunks(
+        o,
+        #[inline(always)]
+        |start, o| {
+            for (i, o) in (start..).zip(o.iter_mut()) {
+                *o = f(xc.at(i), xa.at(i), xb.at(i));
+            }
+        },
+    );
     Ok(Data::contiguous(buf, shape))
 }

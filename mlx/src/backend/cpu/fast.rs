@@ -7,6 +7,7 @@
 use crate::array::Data;
 use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::copy::to_contiguous_vec;
+use crate::backend::cpu::num::{f16_round, f16_to_f32};
 use crate::buffer::Buffer;
 use crate::{dispatch_dtype, Array, Dtype, Result};
 use gemm::Parallelism;
@@ -51,7 +52,7 @@ pub fn write_f32(v: &[f32], dtype: Dtype, shape: &[i32]) -> Data {
 /// Rounds an f32 to `dtype`'s precision and back (identity for f32/f64).
 pub fn round_fn(dtype: Dtype) -> fn(f32) -> f32 {
     match dtype {
-        Dtype::Float16 => |x| f16::from_f32(x).to_f32(),
+        Dtype::Float16 => |x| f16_to_f32(f16_round(x)),
         Dtype::Bfloat16 => |x| bf16::from_f32(x).to_f32(),
         _ => |x| x,
     }

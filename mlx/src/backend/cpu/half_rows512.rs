@@ -54,7 +54,7 @@ fn widen<const BF16: bool>(v: u16) -> f32 {
     if BF16 {
         f32::from_bits((v as u32) << 16)
     } else {
-        half::f16::from_bits(v).to_f32()
+        super::num::f16_to_f32(half::f16::from_bits(v))
     }
 }
 

@@ -349,7 +349,7 @@ pub fn sigmoid_f64(x: f64) -> f64 {
 
 /// MLX's `sigmoid` for a half type: the exp is rounded to the half type
 /// (`round`) before the rest is computed in f32.
-#[inline]
+#[inline(always)]
 pub fn sigmoid_half(x: f32, round: impl Fn(f32) -> f32) -> f32 {
     let e = round(exp_f32(x.abs()));
     let y = 1.0 / (1.0 + e);

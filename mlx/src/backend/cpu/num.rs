@@ -8,14 +8,68 @@ use crate::{Complex64, Element};
 use half::{bf16, f16};
 
 /// Rounds an f32 to float16 as MLX does (round to nearest even; NaN becomes
-/// `sign | 0x7D00`).
+/// `sign | 0x7D00`). Branch-free, so loops of it vectorize.
+#[inline(always)]
 pub fn f16_from_f32(x: f32) -> f16 {
-    if x.is_nan() {
-        let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
-        f16::from_bits(sign | 0x7D00)
+    let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
+    let bits = f16_bits_from_f32(x);
+    f16::from_bits(if x.is_nan() { sign | 0x7D00 } else { bits })
+}
+
+/// float16 as f32, exactly as `half::f16::to_f32` gives it (a NaN keeps
+/// its payload and becomes quiet). `half` checks the CPU and calls out for
+/// every value, which keeps loops from vectorizing; this is plain bit
+/// arithmetic.
+#[inline(always)]
+pub fn f16_to_f32(h: f16) -> f32 {
+    let h = h.to_bits() as u32;
+    let magnitude = h & 0x7FFF;
+    let sign = (h & 0x8000) << 16;
+    // Exponent and significand moved to f32's places read as 2^-112 of the
+    // value, subnormals included; the power-of-two product is exact.
+    let finite = (f32::from_bits(magnitude << 13) * f32::from_bits(0x7780_0000)).to_bits();
+    let quiet = if magnitude > 0x7C00 { 0x0040_0000 } else { 0 };
+    let special = (magnitude << 13) | 0x7F80_0000 | quiet;
+    f32::from_bits(sign | if magnitude >= 0x7C00 { special } else { finite })
+}
+
+/// An f32 rounded to float16 (nearest even) exactly as `half::f16::from_f32`
+/// rounds it (a NaN becomes `sign | 0x7E00` with the top of its payload),
+/// branch-free so loops of it vectorize.
+#[inline(always)]
+pub fn f16_round(x: f32) -> f16 {
+    f16::from_bits(f16_bits_from_f32(x))
+}
+
+/// The bits of [`f16_round`].
+#[inline(always)]
+fn f16_bits_from_f32(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let a = bits & 0x7FFF_FFFF;
+    // Below 2^-14 (float16's subnormals and zero): adding 0.5 puts the
+    // value's float16 significand in the low bits, rounded by the addition
+    // to nearest even.
+    let magic = f32::from_bits(126 << 23);
+    let small = (f32::from_bits(a) + magic)
+        .to_bits()
+        .wrapping_sub(126 << 23);
+    // Normal: rebias the exponent and round the 13 dropped bits to nearest
+    // even (a carry out of the significand moves into the exponent, up to
+    // infinity).
+    let odd = (a >> 13) & 1;
+    let normal = a.wrapping_sub((127 - 15) << 23).wrapping_add(0xFFF + odd) >> 13;
+    let nan = 0x7E00 | (a >> 13) & 0x3FF;
+    let out = if a > 0x7F80_0000 {
+        nan
+    } else if a >= (127 + 16) << 23 {
+        0x7C00
+    } else if a < (127 - 14) << 23 {
+        small
     } else {
-        f16::from_f32(x)
-    }
+        normal
+    };
+    sign | out as u16
 }
 
 /// Rounds an f32 to bfloat16 as MLX does (round to nearest even; every NaN
@@ -93,23 +147,27 @@ macro_rules! float_num {
 float_num!(f32, f64);
 
 macro_rules! half_num {
-    ($($t:ty => $round:path),*) => {$(
+    ($($t:ty => $widen:path, $round:path),*) => {$(
         impl Num for $t {
-            fn add(self, o: Self) -> Self { $round(self.to_f32() + o.to_f32()) }
-            fn sub(self, o: Self) -> Self { $round(self.to_f32() - o.to_f32()) }
-            fn mul(self, o: Self) -> Self { $round(self.to_f32() * o.to_f32()) }
-            fn div(self, o: Self) -> Self { $round(self.to_f32() / o.to_f32()) }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { $round($widen(self) + $widen(o)) }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { $round($widen(self) - $widen(o)) }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { $round($widen(self) * $widen(o)) }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { $round($widen(self) / $widen(o)) }
             fn max(self, o: Self) -> Self { if self.is_nan() || self > o { self } else { o } }
             fn min(self, o: Self) -> Self { if self.is_nan() || self < o { self } else { o } }
             fn zero() -> Self { <$t>::ZERO }
             fn one() -> Self { <$t>::ONE }
             fn lt(self, o: Self) -> bool { self < o }
-            fn neg(self) -> Self { $round(-self.to_f32()) }
+            fn neg(self) -> Self { $round(-$widen(self)) }
             fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};
 }
-half_num!(f16 => f16_from_f32, bf16 => bf16_from_f32);
+half_num!(f16 => f16_to_f32, f16_from_f32, bf16 => bf16::to_f32, bf16_from_f32);
 
 impl Num for bool {
     fn add(self, o: Self) -> Self {
@@ -381,23 +439,23 @@ impl Float for f64 {
 }
 
 macro_rules! half_float {
-    ($($t:ty => $round:path),*) => {$(
+    ($($t:ty => $widen:path, $round:path),*) => {$(
         impl Float for $t {
             #[inline(always)]
-            fn to_f32(self) -> f32 { <$t>::to_f32(self) }
+            fn to_f32(self) -> f32 { $widen(self) }
             #[inline(always)]
             fn from_f32(x: f32) -> Self { $round(x) }
             fn map(self, f: impl Fn(f32) -> f32, _g: impl Fn(f64) -> f64) -> Self {
-                $round(f(<$t>::to_f32(self)))
+                $round(f($widen(self)))
             }
             fn map2(self, o: Self, f: impl Fn(f32, f32) -> f32, _g: impl Fn(f64, f64) -> f64) -> Self {
-                $round(f(<$t>::to_f32(self), <$t>::to_f32(o)))
+                $round(f($widen(self), $widen(o)))
             }
-            fn mlx_exp(self) -> Self { $round(math::exp_f32(<$t>::to_f32(self))) }
+            fn mlx_exp(self) -> Self { $round(math::exp_f32($widen(self))) }
         }
     )*};
 }
-half_float!(f16 => f16_from_f32, bf16 => bf16_from_f32);
+half_float!(f16 => f16_to_f32, f16_from_f32, bf16 => bf16::to_f32, bf16_from_f32);
 
 /// Calls `$body` with `$T` bound to the element type of `$dtype` (all have [`Num`]).
 #[macro_export]
@@ -424,6 +482,46 @@ mod tests {
         assert_eq!(Int::shl(1i32, 33), 2);
         assert_eq!(Int::shl(1i8, 9), 0);
         assert_eq!(Int::shr(-5i8, 1), -3);
+    }
+
+    /// Every float16 widens to the f32 `half` gives (F16C where the CPU
+    /// has it), NaN payloads included.
+    #[test]
+    fn float16_widens_as_half_does() {
+        for bits in 0..=u16::MAX {
+            let h = half::f16::from_bits(bits);
+            assert_eq!(f16_to_f32(h).to_bits(), h.to_f32().to_bits(), "{bits:#06x}");
+        }
+    }
+
+    /// f32 values round to the float16 `half` gives: every upper 19 bits
+    /// with low bits at and around the halfway points of normals, and a
+    /// pseudo-random sweep (subnormals, overflow, NaN payloads among them).
+    #[test]
+    fn float16_rounds_as_half_does() {
+        let check = |bits: u32| {
+            let x = f32::from_bits(bits);
+            assert_eq!(
+                f16_round(x).to_bits(),
+                half::f16::from_f32(x).to_bits(),
+                "{bits:#010x}"
+            );
+            if !x.is_nan() {
+                assert_eq!(f16_from_f32(x), f16_round(x));
+            }
+        };
+        for high in 0..1u32 << 19 {
+            for low in [0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF] {
+                check(high << 13 | low);
+            }
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..1 << 20 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            check((state >> 32) as u32);
+        }
     }
 
     #[test]

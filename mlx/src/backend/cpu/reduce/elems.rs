@@ -2,6 +2,7 @@
 //! product (MLX's result dtypes), identity values for min and max, and
 //! truthiness for all/any.
 
+use crate::backend::cpu::num::{f16_round, f16_to_f32};
 use crate::{Complex64, Element};
 use half::{bf16, f16};
 
@@ -82,7 +83,7 @@ macro_rules! float_sum {
 float_sum! {
     f32 => f32, |x: f32| x, |a: f32| a;
     f64 => f64, |x: f64| x, |a: f64| a;
-    f16 => f32, f16::to_f32, f16::from_f32;
+    f16 => f32, f16_to_f32, f16_round;
     bf16 => f32, bf16::to_f32, bf16::from_f32;
 }
 
