@@ -191,25 +191,29 @@ impl ImportedFunction {
         let version = table.writer_version.clone();
         // A trace whose recorded specs do not follow is not fused: its
         // calls replay the file's own graph and fail where `verify` does.
-        let runnable = if table.shapeless {
-            Vec::new()
+        // A fused trace is checked again: a pass means its calls take the
+        // recorded specs (`checked`).
+        let (runnable, checked): (Vec<Tape>, Vec<bool>) = if table.shapeless {
+            (Vec::new(), Vec::new())
         } else {
             table
                 .functions
                 .iter()
                 .map(|t| {
                     let mut t = t.clone();
-                    if check_recorded_specs(&t, &table.constants).is_ok() {
-                        // Files MLX writes repeat work per layer (a llama's
-                        // rope tables: 3006 entries, 2182 once merged);
-                        // merging it is what `compile` does before fusing
-                        // (without reading constants: imports stay lazy).
-                        merge_repeated(&mut t);
-                        fuse(&mut t, &table.constants);
+                    if check_recorded_specs(&t, &table.constants).is_err() {
+                        return (t, false);
                     }
-                    t
+                    // Files MLX writes repeat work per layer (a llama's
+                    // rope tables: 3006 entries, 2182 once merged);
+                    // merging it is what `compile` does before fusing
+                    // (without reading constants: imports stay lazy).
+                    merge_repeated(&mut t);
+                    fuse(&mut t, &table.constants);
+                    let checked = check_recorded_specs(&t, &table.constants).is_ok();
+                    (t, checked)
                 })
-                .collect()
+                .unzip()
         };
         let costs = if table.shapeless {
             Vec::new()
@@ -220,10 +224,6 @@ impl ImportedFunction {
                 .map(|t| Cost::of_tape(t, &table.constants))
                 .collect()
         };
-        let checked = runnable
-            .iter()
-            .map(|t| check_recorded_specs(t, &table.constants).is_ok())
-            .collect();
         let constants_used = (0..table.functions.len())
             .map(|i| constants_of(runnable.get(i).unwrap_or(&table.functions[i])))
             .collect();
@@ -353,6 +353,12 @@ impl ImportedFunction {
 mod tests {
     use crate::transforms::fused::Fused;
 
+    /// mlx-lm's llama as MLX writes it (a committed fixture).
+    const LLAMA: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/llm/llama_f32/model.mlxfn"
+    );
+
     /// Primitive names a tape runs, counting each step of a fused chain.
     fn names(tape: &super::Tape) -> Vec<&'static str> {
         let mut out = Vec::new();
@@ -372,11 +378,7 @@ mod tests {
     fn checked_traces_replay_with_their_recorded_specs() {
         use crate::transforms::tracing::{replay, replay_recorded};
         use crate::{ops, Dtype};
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/fixtures/llm/llama_f32/model.mlxfn"
-        );
-        let f = super::import_function(path).unwrap();
+        let f = super::import_function(LLAMA).unwrap();
         assert!(f.checked.len() == 4 && f.checked.iter().all(|&c| c));
         let (tape, constants) = (&f.runnable[0], &f.table.constants);
         let args: Vec<crate::Array> = tape
@@ -412,11 +414,7 @@ mod tests {
     /// once, and each other entry the file repeats on the same inputs.
     #[test]
     fn imported_graph_computes_repeated_work_once() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/fixtures/llm/llama_f32/model.mlxfn"
-        );
-        let f = super::import_function(path).unwrap();
+        let f = super::import_function(LLAMA).unwrap();
         let file = names(&f.table.functions[0]);
         let run = names(&f.runnable[0]);
         let count = |v: &[&str], name: &str| v.iter().filter(|&&n| n == name).count();

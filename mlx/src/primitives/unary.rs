@@ -8,7 +8,7 @@ use super::grad::{constant, elementwise_rules, linear_rules, unbroadcast, Partia
 use crate::backend::cpu::cast::Cast;
 use crate::backend::cpu::elementwise::unary;
 use crate::backend::cpu::math::{self, complex};
-use crate::backend::cpu::num::{bf16_from_f32, f16_from_f32, f16_to_f32, Float, Num};
+use crate::backend::cpu::num::{Float, Num};
 use crate::primitive::Spec;
 use crate::{dispatch_dtype, ops, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
@@ -382,6 +382,20 @@ fn rsqrt_half<T: Float>(x: T) -> T {
 #[primitive(mlx)]
 pub struct Sigmoid {}
 
+/// MLX's sigmoid of a half type (the exp rounded to `T` first). The
+/// element function is always inlined: the kernel's loop (compiled for
+/// FMA) then takes it in and vectorizes it. Left to the compiler, float16's
+/// stayed a call per element with the exp's multiply-adds as library calls
+/// (12x slower than bfloat16's).
+fn sigmoid_half<T: Float + crate::Element>(a: &Array, o: &Spec) -> Result<Data> {
+    unary::<T, T>(
+        a,
+        o,
+        #[inline(always)]
+        |x| T::from_f32(math::sigmoid_half(x.to_f32(), |e| T::from_f32(e).to_f32())),
+    )
+}
+
 impl Primitive for Sigmoid {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         unary_spec("Sigmoid", inputs, Accepts::RealFloat, None)
@@ -391,30 +405,8 @@ impl Primitive for Sigmoid {
         let d = match a.dtype() {
             Dtype::Float32 => unary::<f32, f32>(a, o, math::sigmoid_f32)?,
             Dtype::Float64 => unary::<f64, f64>(a, o, math::sigmoid_f64)?,
-            // Always inlined: the kernel's loop (compiled for FMA) then takes
-            // the function in and vectorizes it. The float16 one, left to
-            // the compiler, stayed a call per element with the exp's
-            // multiply-adds as library calls (12x slower than bfloat16's).
-            Dtype::Float16 => unary::<f16, f16>(
-                a,
-                o,
-                #[inline(always)]
-                |x| {
-                    f16_from_f32(math::sigmoid_half(f16_to_f32(x), |e| {
-                        f16_to_f32(f16_from_f32(e))
-                    }))
-                },
-            )?,
-            Dtype::Bfloat16 => unary::<bf16, bf16>(
-                a,
-                o,
-                #[inline(always)]
-                |x| {
-                    bf16_from_f32(math::sigmoid_half(x.to_f32(), |e| {
-                        bf16_from_f32(e).to_f32()
-                    }))
-                },
-            )?,
+            Dtype::Float16 => sigmoid_half::<f16>(a, o)?,
+            Dtype::Bfloat16 => sigmoid_half::<bf16>(a, o)?,
             d => {
                 return Err(Error::unsupported(
                     "Sigmoid",

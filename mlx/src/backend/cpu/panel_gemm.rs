@@ -27,7 +27,7 @@
 //! added, with half the instructions.
 
 use super::matmul::{batch_offsets, MatrixView};
-use super::num::{bf16_from_f32, f16_from_f32, Float};
+use super::num::Float;
 use crate::buffer::Buffer;
 use crate::Dtype;
 use half::{bf16, f16};
@@ -191,7 +191,7 @@ fn addmm_typed<T: Operand>(
                 // (x * 1 is x, NaN payloads included: the common case skips it.)
                 sums.iter_mut().for_each(|s| *s *= alpha);
             }
-            T::narrow_slice(sums, out);
+            narrow(sums, out);
         }
         out
     };
@@ -239,8 +239,8 @@ fn addmm_typed<T: Operand>(
 /// once (a group of rows the pair kernel takes), on this CPU.
 fn sweeps_pairs(m: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if let Some((rows, _)) = lanes::pair_kernel(false) {
-        return m >= rows;
+    if lanes::pair_kernel(false).is_some() {
+        return m >= lanes::PAIR_ROWS;
     }
     let _ = m;
     false
@@ -259,9 +259,10 @@ fn sweep(lhs: &[f32], panels: &[&[f32]], m: usize, k: usize, fused: bool) -> Vec
     let mut outs = vec![vec![0f32; m * BLOCK]; panels.len()];
     let mut start = 0;
     #[cfg(target_arch = "x86_64")]
-    if let ([a, b], [out_a, out_b], Some((rows, kernel))) =
+    if let ([a, b], [out_a, out_b], Some(kernel)) =
         (panels, outs.as_mut_slice(), lanes::pair_kernel(fused))
     {
+        let rows = lanes::PAIR_ROWS;
         while start + rows <= m {
             let group = &lhs[start * k..(start + rows) * k];
             let sums = start * BLOCK..(start + rows) * BLOCK;
@@ -491,46 +492,35 @@ pub trait Operand: Float + lanes::Widen8 {
     /// `dst[i] = src[i]` as f32, a slice at a time (vector instructions
     /// where the CPU has them).
     fn widen_slice(src: &[Self], dst: &mut [f32]);
-    /// `dst[i] = src[i]` rounded as MLX rounds (`Float::from_f32`), a
-    /// slice at a time.
-    fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
 /// The element types this module multiplies: bfloat16 and float16.
 #[cfg(not(target_arch = "x86_64"))]
 pub trait Operand: Float {
     /// `dst[i] = src[i]` as f32, a slice at a time.
     fn widen_slice(src: &[Self], dst: &mut [f32]);
-    /// `dst[i] = src[i]` rounded as MLX rounds, a slice at a time.
-    fn narrow_slice(src: &[f32], dst: &mut [Self]);
 }
 impl Operand for bf16 {
     fn widen_slice(src: &[Self], dst: &mut [f32]) {
         half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst)
-    }
-    fn narrow_slice(src: &[f32], dst: &mut [Self]) {
-        // Compiled for AVX2, MLX's rounding vectorizes.
-        super::simd::with_fma(|| {
-            for (d, &x) in dst.iter_mut().zip(src) {
-                *d = bf16_from_f32(x);
-            }
-        })
     }
 }
 impl Operand for f16 {
     fn widen_slice(src: &[Self], dst: &mut [f32]) {
         half::slice::HalfFloatSliceExt::convert_to_f32_slice(src, dst)
     }
-    fn narrow_slice(src: &[f32], dst: &mut [Self]) {
-        // Branch-free, compiled for AVX2, MLX's rounding vectorizes.
-        super::simd::with_fma(
-            #[inline(always)]
-            || {
-                for (d, &x) in dst.iter_mut().zip(src) {
-                    *d = f16_from_f32(x);
-                }
-            },
-        )
-    }
+}
+
+/// `dst[i] = src[i]` rounded as MLX rounds (`Float::from_f32`, branch-free
+/// for both types), in a loop compiled for AVX2 so that it vectorizes.
+fn narrow<T: Float>(src: &[f32], dst: &mut [T]) {
+    super::simd::with_fma(
+        #[inline(always)]
+        || {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = T::from_f32(x);
+            }
+        },
+    )
 }
 
 /// Fills the first `width` columns of `panel` (`k x BLOCK`, k-major):
@@ -875,16 +865,19 @@ mod lanes {
     /// (k x BLOCK)` for two panels p at once, each sum as in [`Kernel`].
     pub type PairKernel = unsafe fn(&[f32], [&[f32]; 2], usize, [&mut [f32]; 2]);
 
-    /// The two-panel kernel and its row count, with AVX-512 (its 24
-    /// accumulators need 32 registers).
-    pub fn pair_kernel(fused: bool) -> Option<(usize, PairKernel)> {
+    /// Rows the two-panel kernel takes at once.
+    pub const PAIR_ROWS: usize = 12;
+
+    /// The two-panel kernel, with AVX-512 (its 24 accumulators need 32
+    /// registers).
+    pub fn pair_kernel(fused: bool) -> Option<PairKernel> {
         if !super::super::simd::has_avx512() {
             return None;
         }
         Some(if fused {
-            (12, wide_pair::<12, true>)
+            wide_pair::<PAIR_ROWS, true>
         } else {
-            (12, wide_pair::<12, false>)
+            wide_pair::<PAIR_ROWS, false>
         })
     }
 
@@ -921,14 +914,7 @@ mod lanes {
             );
             for (r, acc) in acc.iter_mut().enumerate() {
                 let x = _mm512_set1_ps(*rows.get_unchecked(kk * R + r));
-                *acc = if FUSED {
-                    [_mm512_fmadd_ps(x, a, acc[0]), _mm512_fmadd_ps(x, b, acc[1])]
-                } else {
-                    [
-                        _mm512_add_ps(acc[0], _mm512_mul_ps(x, a)),
-                        _mm512_add_ps(acc[1], _mm512_mul_ps(x, b)),
-                    ]
-                };
+                *acc = [madd::<FUSED>(x, a, acc[0]), madd::<FUSED>(x, b, acc[1])];
             }
         }
         let [oa, ob] = out;
@@ -1001,16 +987,26 @@ mod lanes {
             let b = _mm512_loadu_ps(panel.as_ptr().add(kk * BLOCK));
             for (r, acc) in acc.iter_mut().enumerate() {
                 let x = _mm512_set1_ps(*rows.get_unchecked(kk * R + r));
-                *acc = if FUSED {
-                    _mm512_fmadd_ps(x, b, *acc)
-                } else {
-                    _mm512_add_ps(*acc, _mm512_mul_ps(x, b))
-                };
+                *acc = madd::<FUSED>(x, b, *acc);
             }
         }
         for (r, acc) in acc.iter().enumerate() {
             // SAFETY: r * BLOCK + 16 <= R * BLOCK <= out.len().
             _mm512_storeu_ps(out.as_mut_ptr().add(r * BLOCK), *acc);
+        }
+    }
+
+    /// `acc + x * b` on 16 lanes: fused, or the product rounded before the
+    /// sum (see [`Kernel`]).
+    ///
+    /// # Safety
+    /// Called from code compiled with AVX-512F (it is inlined there).
+    #[inline(always)]
+    unsafe fn madd<const FUSED: bool>(x: __m512, b: __m512, acc: __m512) -> __m512 {
+        if FUSED {
+            _mm512_fmadd_ps(x, b, acc)
+        } else {
+            _mm512_add_ps(acc, _mm512_mul_ps(x, b))
         }
     }
 
