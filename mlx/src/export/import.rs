@@ -5,7 +5,9 @@ use super::native::{self, ConstantRecord, Source};
 use super::signature::{list, Signature};
 use super::tape::{FunctionTable, Tape, ValueRef};
 use super::Format;
+use crate::trace_flag::is_tracing;
 use crate::transforms::fuse::fuse;
+use crate::transforms::hoist::{hoist, Hoisted};
 use crate::transforms::simplify::merge_repeated;
 use crate::transforms::tracing::{replay, replay_recorded};
 use crate::{Array, Error, Kwargs, Result};
@@ -84,6 +86,10 @@ pub struct ImportedFunction {
     /// inputs' (checked at import): its calls then take them as recorded
     /// ([`replay_recorded`]) instead of inferring every node's again.
     checked: Vec<bool>,
+    /// For each checked trace, once its first call outside a trace has
+    /// computed them: its constant-only values and the tape that reads
+    /// them ([`hoist`]; `None` when there are none, or computing failed).
+    hoisted: Vec<OnceLock<Option<Hoisted>>>,
     /// For each trace, the constants what a call replays reads: the ones
     /// checked before the call (walked once here, not on every call).
     constants_used: Vec<Vec<usize>>,
@@ -234,6 +240,7 @@ impl ImportedFunction {
             path,
             checks,
             version,
+            hoisted: checked.iter().map(|_| OnceLock::new()).collect(),
             runnable,
             checked,
             constants_used,
@@ -274,7 +281,9 @@ impl ImportedFunction {
             .cloned()
             .chain(kwargs.values().cloned())
             .collect();
-        let outputs = if self.checked.get(i) == Some(&true) {
+        let outputs = if let Some(h) = self.hoisted(i) {
+            replay_recorded(&h.tape, &h.constants, &inputs)?
+        } else if self.checked.get(i) == Some(&true) {
             replay_recorded(tape, &self.table.constants, &inputs)?
         } else {
             replay(tape, &self.table.constants, &inputs, self.table.shapeless)?
@@ -283,6 +292,23 @@ impl ImportedFunction {
             Cost::of_graph(&outputs).check(&self.caps)?;
         }
         Ok(outputs)
+    }
+
+    /// Checked trace `i` with its constant-only values computed, computing
+    /// them on its first call. Not inside a trace, which cannot evaluate
+    /// (its calls replay the whole tape). A failure is not an error here:
+    /// the whole tape replays and the call fails where it would have.
+    fn hoisted(&self, i: usize) -> Option<&Hoisted> {
+        let cell = self.hoisted.get(i).filter(|_| self.checked[i])?;
+        if cell.get().is_none() && is_tracing() {
+            return None;
+        }
+        cell.get_or_init(|| {
+            hoist(&self.runnable[i], &self.table.constants)
+                .ok()
+                .flatten()
+        })
+        .as_ref()
     }
 
     /// Checks constant `i` against its checksum once; later calls reuse the verdict.
@@ -407,6 +433,43 @@ mod tests {
         other[0] = ops::zeros(&longer, s.dtype).unwrap();
         let err = replay_recorded(tape, constants, &other).unwrap_err();
         assert!(err.to_string().contains("input 0"), "{err}");
+    }
+
+    /// A call computes the llama's constant-only values once and replays
+    /// the rest: fewer entries, the same bits as the whole trace. A call
+    /// inside a trace (which cannot evaluate) replays the whole trace.
+    #[test]
+    fn calls_compute_constant_only_values_once() {
+        use crate::ops;
+        use crate::transforms::tracing::{replay_recorded, trace, ConstantPool};
+        let f = super::import_function(LLAMA).unwrap();
+        let tape = &f.runnable[0];
+        let args: Vec<crate::Array> = tape
+            .inputs
+            .iter()
+            .map(|s| ops::ones(&s.shape, s.dtype).unwrap())
+            .collect();
+        let mut pool = ConstantPool::default();
+        let traced = trace(|xs, _| f.call(xs), &tape.inputs, &[], &mut pool).unwrap();
+        assert!(f.hoisted[0].get().is_none());
+        assert!(traced.entries.len() >= tape.entries.len());
+        let got = f.call(&args).unwrap();
+        let h = f.hoisted[0].get().unwrap().as_ref().expect("hoisted");
+        assert!(h.tape.entries.len() < tape.entries.len());
+        let whole = replay_recorded(tape, &f.table.constants, &args).unwrap();
+        crate::eval(&got).unwrap();
+        crate::eval(&whole).unwrap();
+        for (g, w) in got.iter().zip(&whole) {
+            assert_eq!(g.spec(), w.spec());
+            let (g, w) = (
+                ops::view(g, crate::Dtype::Uint8),
+                ops::view(w, crate::Dtype::Uint8),
+            );
+            assert_eq!(
+                g.unwrap().to_vec::<u8>().unwrap(),
+                w.unwrap().to_vec::<u8>().unwrap()
+            );
+        }
     }
 
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once

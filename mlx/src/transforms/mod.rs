@@ -6,6 +6,7 @@ mod compile;
 mod eval;
 pub mod fuse;
 pub mod fused;
+pub mod hoist;
 pub mod simplify;
 pub mod tape;
 pub mod tracing;
