@@ -6,7 +6,7 @@
 //! real part; half types are reached through f32 (so f64 -> f16 rounds
 //! twice, as in MLX) with MLX's NaN patterns.
 
-use super::num::{bf16_from_f32, f16_from_f32};
+use super::num::{bf16_from_f32, f16_from_f32, f16_to_f32};
 use crate::{Complex64, Element};
 use half::{bf16, f16};
 
@@ -106,7 +106,10 @@ macro_rules! float_cast {
 float_cast!(
     f32 => |v: f64| v as f32, |i: i128| i as f32, |x: f32| x as f64;
     f64 => |v: f64| v, |i: i128| i as f64, |x: f64| x;
-    f16 => |v: f64| f16_from_f32(v as f32), |i: i128| f16_from_f32(i as f32), |x: f16| x.to_f64();
+    // Widened through the branch-free `f16_to_f32` (exact, as f32 -> f64
+    // is): `half`'s own checks the CPU per value, so no cast loop from
+    // float16 vectorized.
+    f16 => |v: f64| f16_from_f32(v as f32), |i: i128| f16_from_f32(i as f32), |x: f16| f16_to_f32(x) as f64;
     bf16 => |v: f64| bf16_from_f32(v as f32), |i: i128| bf16_from_f32(i as f32), |x: bf16| x.to_f64()
 );
 
@@ -119,6 +122,31 @@ impl Cast for Complex64 {
             Wide::Int(i) => Complex64::new(i as f32, 0.0),
             Wide::Float(f) => Complex64::new(f as f32, 0.0),
             Wide::Complex(re, im) => Complex64::new(re as f32, im as f32),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cast;
+    use half::f16;
+
+    /// Every float16 value widens to f64 and f32 with `half`'s own bits
+    /// (NaN payloads included).
+    #[test]
+    fn float16_widens_as_half_does() {
+        for bits in 0..=u16::MAX {
+            let h = f16::from_bits(bits);
+            assert_eq!(
+                h.cast::<f64>().to_bits(),
+                h.to_f64().to_bits(),
+                "{bits:#06x}"
+            );
+            assert_eq!(
+                h.cast::<f32>().to_bits(),
+                h.to_f32().to_bits(),
+                "{bits:#06x}"
+            );
         }
     }
 }
