@@ -298,17 +298,23 @@ impl ImportedFunction {
     /// them on its first call. Not inside a trace, which cannot evaluate
     /// (its calls replay the whole tape). A failure is not an error here:
     /// the whole tape replays and the call fails where it would have.
+    ///
+    /// The values are computed without holding the cell: a thread waiting
+    /// on a kernel's parallel tasks may take up another call of this
+    /// function meanwhile (see `transforms::eval`), which would wait on
+    /// itself. Two first calls at once may both compute; one result stays.
     fn hoisted(&self, i: usize) -> Option<&Hoisted> {
         let cell = self.hoisted.get(i).filter(|_| self.checked[i])?;
-        if cell.get().is_none() && is_tracing() {
-            return None;
-        }
-        cell.get_or_init(|| {
-            hoist(&self.runnable[i], &self.table.constants)
+        if cell.get().is_none() {
+            if is_tracing() {
+                return None;
+            }
+            let computed = hoist(&self.runnable[i], &self.table.constants)
                 .ok()
-                .flatten()
-        })
-        .as_ref()
+                .flatten();
+            let _ = cell.set(computed);
+        }
+        cell.get()?.as_ref()
     }
 
     /// Checks constant `i` against its checksum once; later calls reuse the verdict.
@@ -470,6 +476,37 @@ mod tests {
                 w.unwrap().to_vec::<u8>().unwrap()
             );
         }
+    }
+
+    /// First calls from many pool tasks at once, whose hoisted value takes
+    /// a parallel kernel (a sum over 4M ones): every call gives 4M + 1 and
+    /// one hoisting stays. (Whether a waiting thread takes up another
+    /// call depends on scheduling; `hoisted` holds no lock while it
+    /// computes, so such a call computes again instead of waiting.)
+    #[test]
+    fn first_calls_that_hoist_parallel_work_do_not_wait_on_themselves() {
+        use crate::ops;
+        use rayon::prelude::*;
+        let big = ops::ones(&[1 << 22], crate::Dtype::Float32).unwrap();
+        let path = std::env::temp_dir().join(format!("hoist-par-{}.mlxfn", std::process::id()));
+        let x = crate::Array::from_slice(&[1.0f32], &[1]).unwrap();
+        let f = |a: &[crate::Array]| Ok(vec![ops::add(&a[0], &ops::sum(&big, &[0], false)?)?]);
+        crate::export_function(&path, f, std::slice::from_ref(&x), &Default::default()).unwrap();
+        let g = super::import_function(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let sums: Vec<f32> = (0..16)
+            .into_par_iter()
+            .map(|_| {
+                g.call(std::slice::from_ref(&x)).unwrap()[0]
+                    .item::<f32>()
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            sums.iter().all(|&s| s == (1 << 22) as f32 + 1.0),
+            "{sums:?}"
+        );
+        assert!(g.hoisted[0].get().unwrap().is_some());
     }
 
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once
