@@ -275,3 +275,84 @@ fn gather_qmm_fixtures() {
         .and_then(|a| a.eval().map(|_| a));
     assert!(e.is_err());
 }
+
+/// Files MLX writes with weights in its microscaling float modes (mxfp4,
+/// mxfp8, nvfp4; `generate_fp.py`), both layouts: MLX's sums step for
+/// step, so MLX's bits; with bfloat16 activations too.
+#[test]
+fn microscaling_float_modes_run_as_mlx_runs_them() {
+    use mlx::primitives::quantized::{QuantizationMode, QuantizedMatmul};
+    for (mode, m) in [
+        ("mxfp4", QuantizationMode::Mxfp4),
+        ("mxfp8", QuantizationMode::Mxfp8),
+        ("nvfp4", QuantizationMode::Nvfp4),
+    ] {
+        let (wq, s) = (
+            load(&format!("fp_{mode}_wq")),
+            load(&format!("fp_{mode}_s")),
+        );
+        for layout in ["t", "n"] {
+            let name = format!("fp_{mode}_{layout}");
+            let f = mlx::import_function(fixture(&format!("quantized/{name}.mlxfn"))).unwrap();
+            let x = load(&format!("{name}_x"));
+            let out = f.call(&[x, wq.clone(), s.clone()]).unwrap();
+            assert_bits_eq(&out[0], &load(&format!("{name}_out")));
+        }
+        let (group_size, bits) = if mode == "nvfp4" {
+            (16, 4)
+        } else {
+            (32, if mode == "mxfp8" { 8 } else { 4 })
+        };
+        let p = QuantizedMatmul {
+            group_size,
+            bits,
+            mode: m,
+            transpose: true,
+        };
+        let x = load(&format!("fp_{mode}_bf16_x"));
+        let out = Array::from_primitive(p, vec![x, wq.clone(), s.clone()]).unwrap();
+        assert_bits_eq(&out, &load(&format!("fp_{mode}_bf16_out")));
+    }
+}
+
+/// gather_qmm files in the float modes (experts picked per token), with
+/// MLX's bits.
+#[test]
+fn microscaling_float_modes_gather_as_mlx_does() {
+    for mode in ["mxfp4", "mxfp8", "nvfp4"] {
+        let name = format!("fp_gqmm_{mode}");
+        let f = mlx::import_function(fixture(&format!("quantized/{name}.mlxfn"))).unwrap();
+        let args: Vec<Array> = ["x", "wq", "s", "rhs"]
+            .iter()
+            .map(|t| load(&format!("{name}_{t}")))
+            .collect();
+        let out = f.call(&args).unwrap();
+        assert_bits_eq(&out[0], &load(&format!("{name}_out")));
+    }
+}
+
+/// A float mode with another group size or bit width, or scales that are
+/// not bytes, is refused with the mode's own pair named.
+#[test]
+fn microscaling_float_modes_refuse_other_layouts() {
+    use mlx::primitives::quantized::{QuantizationMode, QuantizedMatmul};
+    let x = load("fp_mxfp4_t_x");
+    let (wq, s) = (load("fp_mxfp4_wq"), load("fp_mxfp4_s"));
+    let p = QuantizedMatmul {
+        group_size: 64,
+        bits: 4,
+        mode: QuantizationMode::Mxfp4,
+        transpose: true,
+    };
+    let e = Array::from_primitive(p, vec![x.clone(), wq.clone(), s.clone()]).unwrap_err();
+    assert!(e.to_string().contains("group_size=32 and bits=4"), "{e}");
+    let p = QuantizedMatmul {
+        group_size: 32,
+        bits: 4,
+        mode: QuantizationMode::Mxfp4,
+        transpose: true,
+    };
+    let sf = ops::astype(&s, Dtype::Float32).unwrap();
+    let e = Array::from_primitive(p, vec![x, wq, sf]).unwrap_err();
+    assert!(e.to_string().contains("uint8 scales"), "{e}");
+}

@@ -1,7 +1,10 @@
 //! Quantization primitives: [`Quantize`] (affine quantize, and dequantize
 //! when `dequantize` is set) and [`QuantizedMatmul`], with MLX's state.
-//! Only the affine mode has a kernel; the microscaling float modes decode
-//! from files but fail to evaluate with a clear error.
+//! Every mode decodes from files. [`QuantizedMatmul`] and [`GatherQMM`]
+//! run them all (the microscaling float modes as MLX's CPU kernels do);
+//! quantizing runs the affine mode and refuses the others with a clear
+//! error. (MLX 0.32 cannot export its float modes' dequantize, whose graph
+//! holds an unserializable `FromFP8`.)
 
 use crate::backend::cpu::copy::to_contiguous_vec;
 use crate::backend::cpu::fast::{read_f32, round_fn, write_f32};
@@ -64,6 +67,16 @@ pub(crate) fn check_params(
         group_size: group_size as usize,
         bits: bits as usize,
     })
+}
+
+/// The (group size, bits) each microscaling float mode takes in MLX 0.32.
+fn fp_params(mode: QuantizationMode) -> Option<(usize, usize)> {
+    match mode {
+        QuantizationMode::Affine => None,
+        QuantizationMode::Mxfp4 => Some((32, 4)),
+        QuantizationMode::Mxfp8 => Some((32, 8)),
+        QuantizationMode::Nvfp4 => Some((16, 4)),
+    }
 }
 
 /// Affine quantization of the last axis in groups: `w → (w_q uint32,
@@ -215,7 +228,8 @@ impl Primitive for Quantize {
 }
 
 /// `x @ dequantize(w).T` (`transpose`, nn.QuantizedLinear's layout) or
-/// `x @ dequantize(w)`; inputs (x, w, scales, biases) for the affine mode.
+/// `x @ dequantize(w)`; inputs (x, w, scales, biases) for the affine mode,
+/// (x, w, scales) with uint8 scales for the microscaling float modes.
 #[derive(Debug, Clone, PartialEq, crate::Primitive)]
 #[primitive(mlx)]
 pub struct QuantizedMatmul {
@@ -225,7 +239,7 @@ pub struct QuantizedMatmul {
     /// Bits per quantized value.
     #[state]
     pub bits: i32,
-    /// Quantization scheme (only Affine runs).
+    /// Quantization scheme (every mode runs).
     #[state(mlx_since = "0.29.0", mlx_absent = QuantizationMode::Affine)]
     pub mode: QuantizationMode,
     /// Multiply by the transpose of the stored (out, in) matrix.
@@ -234,6 +248,15 @@ pub struct QuantizedMatmul {
 }
 
 impl QuantizedMatmul {
+    /// The product's (k, n) and the unpacked weight's (rows, cols).
+    fn sizes(&self, w: &Spec, p: QParams) -> ((usize, usize), (usize, usize)) {
+        let (inner, outer) = self.dims(w, p);
+        let nd = w.shape.len();
+        let rows = w.shape[nd - 2] as usize;
+        let cols = w.shape[nd - 1] as usize * 32 / p.bits;
+        ((inner as usize, outer as usize), (rows, cols))
+    }
+
     /// (inner, outer) sizes of the dequantized matrix as used by the product.
     fn dims(&self, w: &Spec, p: QParams) -> (i32, i32) {
         let nd = w.shape.len();
@@ -249,17 +272,114 @@ impl QuantizedMatmul {
     }
 }
 
+impl QuantizedMatmul {
+    /// A microscaling float mode's group size and bits (MLX's pair for the
+    /// mode), uint32 weights and one uint8 scale per group.
+    fn check_fp(&self, op: &str, w: &Spec, scales: &Spec) -> Result<QParams> {
+        let (group, bits) = fp_params(self.mode).expect("a float mode");
+        if (self.group_size as usize, self.bits as usize) != (group, bits) {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "mode {} takes group_size={group} and bits={bits}, found {} and {}",
+                    self.mode.name(),
+                    self.group_size,
+                    self.bits
+                ),
+            ));
+        }
+        if scales.dtype != Dtype::Uint8 {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "mode {} needs uint8 scales, found {}",
+                    self.mode.name(),
+                    scales.dtype
+                ),
+            ));
+        }
+        let p = QParams {
+            group_size: group,
+            bits,
+        };
+        // The same layout rules as the affine mode's, without biases.
+        check_packed(
+            op,
+            w,
+            &Spec::new(scales.shape.clone(), Dtype::Float32),
+            &Spec::new(scales.shape.clone(), Dtype::Float32),
+            p,
+        )?;
+        Ok(p)
+    }
+
+    /// A product in a microscaling float mode, step for step as MLX's CPU
+    /// kernel ([`fp_qmm`](crate::backend::cpu::fp_quantized::fp_qmm)).
+    fn eval_fp(&self, inputs: &[Array], o: &Spec) -> Result<Vec<Data>> {
+        use crate::backend::cpu::fp_quantized::{fp_qmm, FpStack};
+        let p = self.check_fp("QuantizedMatmul", inputs[1].spec(), inputs[2].spec())?;
+        let (x, w) = (&inputs[0], &inputs[1]);
+        let ((k, n), (rows, cols)) = self.sizes(w.spec(), p);
+        let wn = w.ndim();
+        // Every operand at the output's batch shape.
+        let od = o.shape.len();
+        let batch: Vec<i32> = o.shape[..od.saturating_sub(2)].to_vec();
+        let m = if od >= 2 { o.shape[od - 2] as usize } else { 1 };
+        let at = |a: &Array, last2: &[i32]| -> Result<Array> {
+            let mut s = batch.clone();
+            s.extend_from_slice(last2);
+            broadcast_view(a, &s)
+        };
+        let xs = if x.ndim() >= 2 {
+            read_f32(&at(x, &x.shape()[x.ndim() - 2..])?)?
+        } else {
+            read_f32(x)?
+        };
+        let wv = at(w, &w.shape()[wn - 2..])?;
+        let packed = to_contiguous_vec::<u32>(&wv.data()?, wv.shape());
+        let sv = at(&inputs[2], &inputs[2].shape()[wn - 2..])?;
+        let scales = to_contiguous_vec::<u8>(&sv.data()?, sv.shape());
+        let nb: usize = batch.iter().map(|&d| d as usize).product();
+        let stack = FpStack::new(&packed, scales, nb, (p.group_size, p.bits), (rows, cols));
+        let round = round_fn(o.dtype);
+        let mut result = vec![0f32; o.size()];
+        for i in 0..nb {
+            let wm = stack.matrix(i);
+            let xi = &xs[i * m * k..(i + 1) * m * k];
+            fp_qmm(
+                xi,
+                m,
+                &wm,
+                self.transpose,
+                round,
+                &mut result[i * m * n..(i + 1) * m * n],
+            );
+        }
+        Ok(vec![write_f32(&result, o.dtype, &o.shape)])
+    }
+}
+
 impl Primitive for QuantizedMatmul {
     fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
         crate::primitive::product_work(inputs, outputs)
     }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let name = "QuantizedMatmul";
-        let p = check_params(name, self.mode, self.group_size, self.bits)?;
-        super::expect_inputs(name, inputs, 4)?;
+        let p = if self.mode == QuantizationMode::Affine {
+            let p = check_params(name, self.mode, self.group_size, self.bits)?;
+            super::expect_inputs(name, inputs, 4)?;
+            check_packed(name, &inputs[1], &inputs[2], &inputs[3], p)?;
+            p
+        } else {
+            super::expect_inputs(name, inputs, 3)?;
+            self.check_fp(name, &inputs[1], &inputs[2])?
+        };
         let (x, w) = (&inputs[0], &inputs[1]);
-        check_packed(name, w, &inputs[2], &inputs[3], p)?;
-        if !x.dtype.is_float() || x.dtype != inputs[2].dtype {
+        let scales_dtype = match self.mode {
+            QuantizationMode::Affine => inputs[2].dtype,
+            _ => x.dtype,
+        };
+        if !x.dtype.is_float() || x.dtype != scales_dtype {
             return Err(Error::invalid(
                 name,
                 format!(
@@ -301,18 +421,14 @@ impl Primitive for QuantizedMatmul {
     }
 
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        if self.mode != QuantizationMode::Affine {
+            return self.eval_fp(inputs, &out[0]);
+        }
         let p = check_params("QuantizedMatmul", self.mode, self.group_size, self.bits)?;
         let (x, w) = (&inputs[0], &inputs[1]);
         let o = &out[0];
-        let (k, n) = {
-            let (inner, outer) = self.dims(w.spec(), p);
-            (inner as usize, outer as usize)
-        };
+        let ((k, n), (rows, cols)) = self.sizes(w.spec(), p);
         let wn = w.ndim();
-        let (rows, cols) = (
-            w.shape()[wn - 2] as usize,
-            w.shape()[wn - 1] as usize * 32 / p.bits,
-        );
         if wn == 2 && self.transpose && o.size() == n {
             // One row of x (batch-1 decode): stream the weights in place.
             let (s, b) = (&inputs[2], &inputs[3]);
@@ -500,7 +616,7 @@ pub struct GatherQMM {
     /// Bits per quantized value.
     #[state]
     pub bits: i32,
-    /// Quantization scheme (only Affine runs).
+    /// Quantization scheme (every mode runs).
     #[state(mlx_since = "0.29.0", mlx_absent = QuantizationMode::Affine)]
     pub mode: QuantizationMode,
     /// Multiply by the transpose of the stored (out, in) matrices.
@@ -525,16 +641,112 @@ impl GatherQMM {
     }
 }
 
+impl GatherQMM {
+    /// The float modes: each index pair's product as
+    /// [`QuantizedMatmul`]'s (MLX's CPU kernel runs the same per pair).
+    fn eval_fp(&self, inputs: &[Array], o: &Spec) -> Result<Vec<Data>> {
+        use crate::backend::cpu::fp_quantized::{fp_qmm, FpStack};
+        let s = &inputs[2];
+        let p = self
+            .as_qmm()
+            .check_fp("GatherQMM", inputs[1].spec(), s.spec())?;
+        let g = GatherParts::of(self, inputs, p)?;
+        let (m, k, n, rows, cols, nx, nw) = (g.m, g.k, g.n, g.rows, g.cols, g.nx, g.nw);
+        let (xs, lhs, rhs) = (&g.xs, &g.lhs, &g.rhs);
+        let scales = to_contiguous_vec::<u8>(&s.data()?, s.shape());
+        let stack = FpStack::new(&g.words, scales, nw, (p.group_size, p.bits), (rows, cols));
+        let round = round_fn(o.dtype);
+        let mut result = vec![0f32; o.size()];
+        for (pos, (&l, &r)) in lhs.iter().zip(rhs).enumerate() {
+            let (l, r) = (l as usize, r as usize);
+            check_pair(l, r, nx, nw)?;
+            let wm = stack.matrix(r);
+            let dst = &mut result[pos * m * n..(pos + 1) * m * n];
+            fp_qmm(
+                &xs[l * m * k..(l + 1) * m * k],
+                m,
+                &wm,
+                self.transpose,
+                round,
+                dst,
+            );
+        }
+        Ok(vec![write_f32(&result, o.dtype, &o.shape)])
+    }
+}
+
+/// What both modes of [`GatherQMM`] read: sizes, `x` as f32, the packed
+/// words, the index pairs (the last two inputs) and the matrix counts.
+struct GatherParts {
+    m: usize,
+    k: usize,
+    n: usize,
+    rows: usize,
+    cols: usize,
+    xs: Vec<f32>,
+    words: Vec<u32>,
+    lhs: Vec<u32>,
+    rhs: Vec<u32>,
+    nx: usize,
+    nw: usize,
+}
+
+impl GatherParts {
+    fn of(g: &GatherQMM, inputs: &[Array], p: QParams) -> Result<GatherParts> {
+        let (x, w) = (&inputs[0], &inputs[1]);
+        let (xn, wn) = (x.ndim(), w.ndim());
+        let rows = w.shape()[wn - 2] as usize;
+        let cols = w.shape()[wn - 1] as usize * 32 / p.bits;
+        let idx =
+            |a: &Array| -> Result<Vec<u32>> { Ok(to_contiguous_vec::<u32>(&a.data()?, a.shape())) };
+        let q = inputs.len() - 2;
+        Ok(GatherParts {
+            m: x.shape()[xn - 2] as usize,
+            k: x.shape()[xn - 1] as usize,
+            n: if g.transpose { rows } else { cols },
+            rows,
+            cols,
+            xs: read_f32(x)?,
+            words: to_contiguous_vec::<u32>(&w.data()?, w.shape()),
+            lhs: idx(&inputs[q])?,
+            rhs: idx(&inputs[q + 1])?,
+            nx: x_batch(x),
+            nw: x_batch(w),
+        })
+    }
+}
+
+/// An index pair inside `nx` x matrices and `nw` weight matrices.
+fn check_pair(l: usize, r: usize, nx: usize, nw: usize) -> Result<()> {
+    if l >= nx || r >= nw {
+        return Err(Error::invalid(
+            "GatherQMM",
+            format!(
+                "index pair ({l}, {r}) out of range for {nx} x matrices and {nw} weight matrices"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Primitive for GatherQMM {
     fn work(&self, inputs: &[Spec], outputs: &[Spec]) -> u64 {
         crate::primitive::product_work(inputs, outputs)
     }
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
         let name = "GatherQMM";
-        let p = check_params(name, self.mode, self.group_size, self.bits)?;
-        super::expect_inputs(name, inputs, 6)?;
-        let (x, w, lhs, rhs) = (&inputs[0], &inputs[1], &inputs[4], &inputs[5]);
-        check_packed(name, w, &inputs[2], &inputs[3], p)?;
+        let affine = self.mode == QuantizationMode::Affine;
+        if affine {
+            let p = check_params(name, self.mode, self.group_size, self.bits)?;
+            super::expect_inputs(name, inputs, 6)?;
+            check_packed(name, &inputs[1], &inputs[2], &inputs[3], p)?;
+        } else {
+            // The float modes have no biases: (x, w, scales, lhs, rhs).
+            super::expect_inputs(name, inputs, 5)?;
+            self.as_qmm().check_fp(name, &inputs[1], &inputs[2])?;
+        }
+        let q = inputs.len() - 2;
+        let (x, w, lhs, rhs) = (&inputs[0], &inputs[1], &inputs[q], &inputs[q + 1]);
         if x.shape.len() < 2
             || lhs.dtype != Dtype::Uint32
             || rhs.dtype != Dtype::Uint32
@@ -551,12 +763,15 @@ impl Primitive for GatherQMM {
         }
         // The product of one x matrix with one w matrix.
         let nd = w.shape.len();
-        let one = [
+        let mut one = vec![
             Spec::new(x.shape[x.shape.len() - 2..].to_vec(), x.dtype),
             Spec::new(w.shape[nd - 2..].to_vec(), w.dtype),
-            Spec::new(inputs[2].shape[nd - 2..].to_vec(), inputs[2].dtype),
-            Spec::new(inputs[3].shape[nd - 2..].to_vec(), inputs[3].dtype),
         ];
+        one.extend(
+            inputs[2..q]
+                .iter()
+                .map(|a| Spec::new(a.shape[nd - 2..].to_vec(), a.dtype)),
+        );
         let mn = self.as_qmm().output_specs(&one)?.remove(0);
         let mut shape = lhs.shape.clone();
         shape.extend_from_slice(&mn.shape);
@@ -564,32 +779,19 @@ impl Primitive for GatherQMM {
     }
 
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
+        if self.mode != QuantizationMode::Affine {
+            return self.eval_fp(inputs, &out[0]);
+        }
         let p = check_params("GatherQMM", self.mode, self.group_size, self.bits)?;
-        let (x, w) = (&inputs[0], &inputs[1]);
-        let (xn, wn) = (x.ndim(), w.ndim());
-        let (m, k) = (x.shape()[xn - 2] as usize, x.shape()[xn - 1] as usize);
-        let (rows, cols) = (
-            w.shape()[wn - 2] as usize,
-            w.shape()[wn - 1] as usize * 32 / p.bits,
-        );
-        let n = if self.transpose { rows } else { cols };
-        let xs = read_f32(x)?;
-        let packed = to_contiguous_vec::<u32>(&w.data()?, w.shape());
+        let g = GatherParts::of(self, inputs, p)?;
+        let (m, k, n, rows, cols, nx, nw) = (g.m, g.k, g.n, g.rows, g.cols, g.nx, g.nw);
+        let (xs, packed, lhs, rhs) = (&g.xs, &g.words, &g.lhs, &g.rhs);
         let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
-        let idx =
-            |a: &Array| -> Result<Vec<u32>> { Ok(to_contiguous_vec::<u32>(&a.data()?, a.shape())) };
-        let (lhs, rhs) = (idx(&inputs[4])?, idx(&inputs[5])?);
-        let (nx, nw) = (x_batch(x), x_batch(w));
         let (pw, sw) = (packed.len() / nw.max(1), sc.len() / nw.max(1));
         let mut result = vec![0f32; out[0].size()];
-        for (pos, (&l, &r)) in lhs.iter().zip(&rhs).enumerate() {
+        for (pos, (&l, &r)) in lhs.iter().zip(rhs).enumerate() {
             let (l, r) = (l as usize, r as usize);
-            if l >= nx || r >= nw {
-                return Err(Error::invalid(
-                    "GatherQMM",
-                    format!("index pair ({l}, {r}) out of range for {nx} x matrices and {nw} weight matrices"),
-                ));
-            }
+            check_pair(l, r, nx, nw)?;
             let qm = QMatrix {
                 packed: &packed[r * pw..(r + 1) * pw],
                 scales: &sc[r * sw..(r + 1) * sw],

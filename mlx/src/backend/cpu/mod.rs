@@ -7,6 +7,7 @@ pub mod elementwise;
 pub mod factor;
 pub mod fast;
 pub mod fft;
+pub mod fp_quantized;
 pub mod gemv;
 #[cfg(target_arch = "x86_64")]
 mod half_rows512;
