@@ -100,21 +100,7 @@ pub struct Quantize {
 
 /// Checks that `scales`/`biases` fit packed weights `w` (MLX's rules).
 fn check_packed(op: &str, w: &Spec, scales: &Spec, biases: &Spec, p: QParams) -> Result<usize> {
-    if w.dtype != Dtype::Uint32 {
-        return Err(Error::invalid(
-            op,
-            format!("the packed weights must be uint32, found {}", w.dtype),
-        ));
-    }
-    if w.shape.len() < 2 {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "the packed weights must have at least 2 dimensions, found shape {:?}",
-                w.shape
-            ),
-        ));
-    }
+    check_words(op, w)?;
     if scales.shape != biases.shape {
         return Err(Error::invalid(
             op,
@@ -133,6 +119,32 @@ fn check_packed(op: &str, w: &Spec, scales: &Spec, biases: &Spec, p: QParams) ->
             ),
         ));
     }
+    check_groups(op, w, scales, p)
+}
+
+/// Packed weights are uint32 with at least 2 dimensions.
+fn check_words(op: &str, w: &Spec) -> Result<()> {
+    if w.dtype != Dtype::Uint32 {
+        return Err(Error::invalid(
+            op,
+            format!("the packed weights must be uint32, found {}", w.dtype),
+        ));
+    }
+    if w.shape.len() < 2 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the packed weights must have at least 2 dimensions, found shape {:?}",
+                w.shape
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `w`'s words hold whole values and groups, one scale per
+/// group; returns the unpacked columns.
+fn check_groups(op: &str, w: &Spec, scales: &Spec, p: QParams) -> Result<usize> {
     let nd = w.shape.len();
     let packed_bits = w.shape[nd - 1] as usize * 32;
     let cols = packed_bits / p.bits;
@@ -302,14 +314,9 @@ impl QuantizedMatmul {
             group_size: group,
             bits,
         };
-        // The same layout rules as the affine mode's, without biases.
-        check_packed(
-            op,
-            w,
-            &Spec::new(scales.shape.clone(), Dtype::Float32),
-            &Spec::new(scales.shape.clone(), Dtype::Float32),
-            p,
-        )?;
+        // The affine mode's layout rules, without biases.
+        check_words(op, w)?;
+        check_groups(op, w, scales, p)?;
         Ok(p)
     }
 
@@ -318,44 +325,85 @@ impl QuantizedMatmul {
     fn eval_fp(&self, inputs: &[Array], o: &Spec) -> Result<Vec<Data>> {
         use crate::backend::cpu::fp_quantized::{fp_qmm, FpStack};
         let p = self.check_fp("QuantizedMatmul", inputs[1].spec(), inputs[2].spec())?;
-        let (x, w) = (&inputs[0], &inputs[1]);
-        let ((k, n), (rows, cols)) = self.sizes(w.spec(), p);
-        let wn = w.ndim();
-        // Every operand at the output's batch shape.
-        let od = o.shape.len();
-        let batch: Vec<i32> = o.shape[..od.saturating_sub(2)].to_vec();
-        let m = if od >= 2 { o.shape[od - 2] as usize } else { 1 };
-        let at = |a: &Array, last2: &[i32]| -> Result<Array> {
-            let mut s = batch.clone();
-            s.extend_from_slice(last2);
-            broadcast_view(a, &s)
-        };
-        let xs = if x.ndim() >= 2 {
-            read_f32(&at(x, &x.shape()[x.ndim() - 2..])?)?
-        } else {
-            read_f32(x)?
-        };
-        let wv = at(w, &w.shape()[wn - 2..])?;
-        let packed = to_contiguous_vec::<u32>(&wv.data()?, wv.shape());
-        let sv = at(&inputs[2], &inputs[2].shape()[wn - 2..])?;
-        let scales = to_contiguous_vec::<u8>(&sv.data()?, sv.shape());
-        let nb: usize = batch.iter().map(|&d| d as usize).product();
-        let stack = FpStack::new(&packed, scales, nb, (p.group_size, p.bits), (rows, cols));
+        let ((k, n), (rows, cols)) = self.sizes(inputs[1].spec(), p);
+        let b = Batch::of(o, &inputs[0], inputs[1].ndim(), n)?;
+        let words = b.contiguous::<u32>(&inputs[1])?;
+        let scales = b.contiguous::<u8>(&inputs[2])?;
+        let stack = FpStack::new(words, scales, b.count, p, (rows, cols));
         let round = round_fn(o.dtype);
         let mut result = vec![0f32; o.size()];
-        for i in 0..nb {
-            let wm = stack.matrix(i);
-            let xi = &xs[i * m * k..(i + 1) * m * k];
-            fp_qmm(
-                xi,
-                m,
-                &wm,
-                self.transpose,
-                round,
-                &mut result[i * m * n..(i + 1) * m * n],
-            );
+        for i in 0..b.count {
+            let (x, out) = b.entry(i, k, n, &mut result);
+            fp_qmm(x, b.m, &stack.matrix(i), self.transpose, round, out);
         }
         Ok(vec![write_f32(&result, o.dtype, &o.shape)])
+    }
+}
+
+/// `a`'s last two axes viewed at batch shape `batch`.
+fn at_batch(a: &Array, batch: &[i32]) -> Result<Array> {
+    let mut s = batch.to_vec();
+    s.extend_from_slice(&a.shape()[a.ndim() - 2..]);
+    broadcast_view(a, &s)
+}
+
+/// A product's operands at the output's batch: every weight operand
+/// viewed (and copied) at the batch shape, one matrix per entry, and `x`
+/// as f32 with `m` rows per entry. A 2-D weight is one matrix whose
+/// product takes every row of `x` at once.
+struct Batch {
+    shape: Vec<i32>,
+    count: usize,
+    m: usize,
+    xs: Vec<f32>,
+}
+
+impl Batch {
+    fn of(o: &Spec, x: &Array, wn: usize, n: usize) -> Result<Batch> {
+        let nd = o.shape.len();
+        let (shape, m) = if wn == 2 {
+            (Vec::new(), o.size().checked_div(n).unwrap_or(0))
+        } else {
+            (o.shape[..nd - 2].to_vec(), o.shape[nd - 2] as usize)
+        };
+        let count = shape.iter().map(|&d| d as usize).product();
+        let xs = if wn == 2 {
+            read_f32(x)?
+        } else {
+            read_f32(&at_batch(x, &shape)?)?
+        };
+        Ok(Batch {
+            shape,
+            count,
+            m,
+            xs,
+        })
+    }
+
+    /// `a`'s last two axes at the batch shape.
+    fn at(&self, a: &Array) -> Result<Array> {
+        at_batch(a, &self.shape)
+    }
+
+    /// `a` at the batch shape, row-major.
+    fn contiguous<T: crate::Element>(&self, a: &Array) -> Result<Vec<T>> {
+        let v = self.at(a)?;
+        Ok(to_contiguous_vec::<T>(&v.data()?, v.shape()))
+    }
+
+    /// Entry `i`'s rows of `x` and of the output (`k` and `n` wide).
+    fn entry<'a>(
+        &'a self,
+        i: usize,
+        k: usize,
+        n: usize,
+        out: &'a mut [f32],
+    ) -> (&'a [f32], &'a mut [f32]) {
+        let (m, x) = (self.m, &self.xs);
+        (
+            &x[i * m * k..(i + 1) * m * k],
+            &mut out[i * m * n..(i + 1) * m * n],
+        )
     }
 }
 
@@ -436,57 +484,21 @@ impl Primitive for QuantizedMatmul {
                 return Ok(vec![write_f32(&r, o.dtype, &o.shape)]);
             }
         }
+        let b = Batch::of(o, x, wn, n)?;
+        let packed = b.contiguous::<u32>(w)?;
+        let (sc, bi) = (read_f32(&b.at(&inputs[2])?)?, read_f32(&b.at(&inputs[3])?)?);
+        let (pw, sw) = (packed.len() / b.count.max(1), sc.len() / b.count.max(1));
         let mut result = vec![0f32; o.size()];
-        if wn == 2 {
-            // One weight matrix: every row of x (all batches) in one product.
-            let xs = read_f32(x)?;
-            let packed = to_contiguous_vec::<u32>(&w.data()?, w.shape());
-            let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
+        for i in 0..b.count {
             let qm = QMatrix {
-                packed: &packed,
-                scales: &sc,
-                biases: &bi,
+                packed: &packed[i * pw..(i + 1) * pw],
+                scales: &sc[i * sw..(i + 1) * sw],
+                biases: &bi[i * sw..(i + 1) * sw],
                 rows,
                 cols,
             };
-            let m = o.size().checked_div(n).unwrap_or(0);
-            kernel::qmm(&xs, m, qm, p, self.transpose, &mut result);
-        } else {
-            // Batched weights: view every operand at the output's batch shape.
-            let nd = o.shape.len();
-            let batch = &o.shape[..nd - 2];
-            let at = |a: &Array, last2: &[i32]| -> Result<Array> {
-                let mut s = batch.to_vec();
-                s.extend_from_slice(last2);
-                broadcast_view(a, &s)
-            };
-            let m = o.shape[nd - 2] as usize;
-            let xs = read_f32(&at(x, &x.shape()[x.ndim() - 2..])?)?;
-            let wv = at(w, &w.shape()[wn - 2..])?;
-            let packed = to_contiguous_vec::<u32>(&wv.data()?, wv.shape());
-            let sshape = &inputs[2].shape()[wn - 2..];
-            let sc = read_f32(&at(&inputs[2], sshape)?)?;
-            let bi = read_f32(&at(&inputs[3], sshape)?)?;
-            let nb: usize = batch.iter().map(|&d| d as usize).product();
-            let (pw, sw) = (packed.len() / nb.max(1), sc.len() / nb.max(1));
-            for i in 0..nb {
-                let qm = QMatrix {
-                    packed: &packed[i * pw..(i + 1) * pw],
-                    scales: &sc[i * sw..(i + 1) * sw],
-                    biases: &bi[i * sw..(i + 1) * sw],
-                    rows,
-                    cols,
-                };
-                let xi = &xs[i * m * k..(i + 1) * m * k];
-                kernel::qmm(
-                    xi,
-                    m,
-                    qm,
-                    p,
-                    self.transpose,
-                    &mut result[i * m * n..(i + 1) * m * n],
-                );
-            }
+            let (x, out) = b.entry(i, k, n, &mut result);
+            kernel::qmm(x, b.m, qm, p, self.transpose, out);
         }
         Ok(vec![write_f32(&result, o.dtype, &o.shape)])
     }
@@ -651,32 +663,21 @@ impl GatherQMM {
             .as_qmm()
             .check_fp("GatherQMM", inputs[1].spec(), s.spec())?;
         let g = GatherParts::of(self, inputs, p)?;
-        let (m, k, n, rows, cols, nx, nw) = (g.m, g.k, g.n, g.rows, g.cols, g.nx, g.nw);
-        let (xs, lhs, rhs) = (&g.xs, &g.lhs, &g.rhs);
+        let w = &inputs[1];
+        let words = to_contiguous_vec::<u32>(&w.data()?, w.shape());
         let scales = to_contiguous_vec::<u8>(&s.data()?, s.shape());
-        let stack = FpStack::new(&g.words, scales, nw, (p.group_size, p.bits), (rows, cols));
+        let stack = FpStack::new(words, scales, x_batch(w), p, (g.rows, g.cols));
         let round = round_fn(o.dtype);
-        let mut result = vec![0f32; o.size()];
-        for (pos, (&l, &r)) in lhs.iter().zip(rhs).enumerate() {
-            let (l, r) = (l as usize, r as usize);
-            check_pair(l, r, nx, nw)?;
-            let wm = stack.matrix(r);
-            let dst = &mut result[pos * m * n..(pos + 1) * m * n];
-            fp_qmm(
-                &xs[l * m * k..(l + 1) * m * k],
-                m,
-                &wm,
-                self.transpose,
-                round,
-                dst,
-            );
-        }
+        let result = g.products(o.size(), |x, r, dst| {
+            fp_qmm(x, g.m, &stack.matrix(r), self.transpose, round, dst)
+        });
         Ok(vec![write_f32(&result, o.dtype, &o.shape)])
     }
 }
 
-/// What both modes of [`GatherQMM`] read: sizes, `x` as f32, the packed
-/// words, the index pairs (the last two inputs) and the matrix counts.
+/// What both modes of [`GatherQMM`] read: sizes, `x` as f32 and the index
+/// pairs (the last two inputs), each checked to be inside the x and weight
+/// matrices.
 struct GatherParts {
     m: usize,
     k: usize,
@@ -684,40 +685,53 @@ struct GatherParts {
     rows: usize,
     cols: usize,
     xs: Vec<f32>,
-    words: Vec<u32>,
-    lhs: Vec<u32>,
-    rhs: Vec<u32>,
-    nx: usize,
-    nw: usize,
+    pairs: Vec<(usize, usize)>,
 }
 
 impl GatherParts {
     fn of(g: &GatherQMM, inputs: &[Array], p: QParams) -> Result<GatherParts> {
         let (x, w) = (&inputs[0], &inputs[1]);
-        let (xn, wn) = (x.ndim(), w.ndim());
-        let rows = w.shape()[wn - 2] as usize;
-        let cols = w.shape()[wn - 1] as usize * 32 / p.bits;
+        let ((k, n), (rows, cols)) = g.as_qmm().sizes(w.spec(), p);
         let idx =
             |a: &Array| -> Result<Vec<u32>> { Ok(to_contiguous_vec::<u32>(&a.data()?, a.shape())) };
         let q = inputs.len() - 2;
+        let (lhs, rhs) = (idx(&inputs[q])?, idx(&inputs[q + 1])?);
+        let (nx, nw) = (x_batch(x), x_batch(w));
+        let pairs = lhs
+            .iter()
+            .zip(&rhs)
+            .map(|(&l, &r)| check_pair(l as usize, r as usize, nx, nw))
+            .collect::<Result<Vec<_>>>()?;
         Ok(GatherParts {
-            m: x.shape()[xn - 2] as usize,
-            k: x.shape()[xn - 1] as usize,
-            n: if g.transpose { rows } else { cols },
+            m: x.shape()[x.ndim() - 2] as usize,
+            k,
+            n,
             rows,
             cols,
             xs: read_f32(x)?,
-            words: to_contiguous_vec::<u32>(&w.data()?, w.shape()),
-            lhs: idx(&inputs[q])?,
-            rhs: idx(&inputs[q + 1])?,
-            nx: x_batch(x),
-            nw: x_batch(w),
+            pairs,
         })
+    }
+
+    /// The `size` outputs, pair by pair: `product(x matrix, weight matrix
+    /// index, output rows)`.
+    fn products(
+        &self,
+        size: usize,
+        mut product: impl FnMut(&[f32], usize, &mut [f32]),
+    ) -> Vec<f32> {
+        let (m, k, n) = (self.m, self.k, self.n);
+        let mut result = vec![0f32; size];
+        for (pos, &(l, r)) in self.pairs.iter().enumerate() {
+            let dst = &mut result[pos * m * n..(pos + 1) * m * n];
+            product(&self.xs[l * m * k..(l + 1) * m * k], r, dst);
+        }
+        result
     }
 }
 
 /// An index pair inside `nx` x matrices and `nw` weight matrices.
-fn check_pair(l: usize, r: usize, nx: usize, nw: usize) -> Result<()> {
+fn check_pair(l: usize, r: usize, nx: usize, nw: usize) -> Result<(usize, usize)> {
     if l >= nx || r >= nw {
         return Err(Error::invalid(
             "GatherQMM",
@@ -726,7 +740,7 @@ fn check_pair(l: usize, r: usize, nx: usize, nw: usize) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    Ok((l, r))
 }
 
 impl Primitive for GatherQMM {
@@ -784,31 +798,21 @@ impl Primitive for GatherQMM {
         }
         let p = check_params("GatherQMM", self.mode, self.group_size, self.bits)?;
         let g = GatherParts::of(self, inputs, p)?;
-        let (m, k, n, rows, cols, nx, nw) = (g.m, g.k, g.n, g.rows, g.cols, g.nx, g.nw);
-        let (xs, packed, lhs, rhs) = (&g.xs, &g.words, &g.lhs, &g.rhs);
+        let w = &inputs[1];
+        let words = to_contiguous_vec::<u32>(&w.data()?, w.shape());
         let (sc, bi) = (read_f32(&inputs[2])?, read_f32(&inputs[3])?);
-        let (pw, sw) = (packed.len() / nw.max(1), sc.len() / nw.max(1));
-        let mut result = vec![0f32; out[0].size()];
-        for (pos, (&l, &r)) in lhs.iter().zip(rhs).enumerate() {
-            let (l, r) = (l as usize, r as usize);
-            check_pair(l, r, nx, nw)?;
+        let nw = x_batch(w);
+        let (pw, sw) = (words.len() / nw.max(1), sc.len() / nw.max(1));
+        let result = g.products(out[0].size(), |x, r, dst| {
             let qm = QMatrix {
-                packed: &packed[r * pw..(r + 1) * pw],
+                packed: &words[r * pw..(r + 1) * pw],
                 scales: &sc[r * sw..(r + 1) * sw],
                 biases: &bi[r * sw..(r + 1) * sw],
-                rows,
-                cols,
+                rows: g.rows,
+                cols: g.cols,
             };
-            let dst = &mut result[pos * m * n..(pos + 1) * m * n];
-            kernel::qmm(
-                &xs[l * m * k..(l + 1) * m * k],
-                m,
-                qm,
-                p,
-                self.transpose,
-                dst,
-            );
-        }
+            kernel::qmm(x, g.m, qm, p, self.transpose, dst)
+        });
         Ok(vec![write_f32(&result, out[0].dtype, &out[0].shape)])
     }
 }

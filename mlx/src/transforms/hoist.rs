@@ -78,16 +78,17 @@ pub fn hoist(tape: &Tape, constants: &[Array]) -> Result<Option<Hoisted>> {
     if wanted.is_empty() {
         return Ok(None);
     }
-    // Replay the constant-only part (its entries read no inputs) and
-    // compute the wanted values in one walk.
-    let (mut part, index) = constant_only_part(tape, &fixed);
-    part.outputs = wanted
-        .iter()
-        .map(|&(entry, output)| ValueRef::Entry {
-            entry: index[entry],
-            output,
-        })
-        .collect();
+    // The part of the tape the wanted values need reads no inputs: replay
+    // it alone and compute them in one walk.
+    let mut part = Tape {
+        entries: tape.entries.clone(),
+        outputs: wanted
+            .iter()
+            .map(|&(entry, output)| ValueRef::Entry { entry, output })
+            .collect(),
+        ..Tape::default()
+    };
+    super::simplify::remove_dead(&mut part);
     let values = replay_recorded(&part, constants, &[])?;
     super::eval(&values)?;
     let mut table = constants.to_vec();
@@ -133,28 +134,6 @@ fn constant_only(tape: &Tape) -> Vec<bool> {
         });
     }
     fixed
-}
-
-/// `tape` with no inputs and its entries outside `fixed` dropped (no kept
-/// entry reads them), and where each kept entry went.
-fn constant_only_part(tape: &Tape, fixed: &[bool]) -> (Tape, Vec<usize>) {
-    let mut index = vec![usize::MAX; fixed.len()];
-    let mut entries = Vec::new();
-    for (k, e) in tape.entries.iter().enumerate().filter(|&(k, _)| fixed[k]) {
-        index[k] = entries.len();
-        let mut e = e.clone();
-        for r in &mut e.inputs {
-            if let ValueRef::Entry { entry, .. } = r {
-                *entry = index[*entry];
-            }
-        }
-        entries.push(e);
-    }
-    let part = Tape {
-        entries,
-        ..Tape::default()
-    };
-    (part, index)
 }
 
 /// Whether `v`'s data is (a view of) one of `constants`' buffers.

@@ -1,14 +1,16 @@
 //! Products with weights in MLX's microscaling float modes: mxfp4 (e2m1
 //! values, a power-of-two e8m0 scale per 32), mxfp8 (e4m3 values, the same
 //! scales) and nvfp4 (e2m1 values, an e4m3 scale per 16). Values are packed
-//! little-endian, one byte per e4m3 value and two e2m1 values per byte
-//! (low nibble first), and scales are one byte each.
+//! into uint32 words from the low bits up, as the affine modes' are (read
+//! with [`get_bits`]), and scales are one byte each.
 //!
 //! The sums follow MLX's CPU kernels step by step, each operation rounded
 //! to the activations' dtype (`round`): for `x @ W.T`, per output a sum
 //! per group in k order, scaled and added to the running total; for
 //! `x @ W`, per k the scaled `x` value times each weight added to every
 //! output.
+
+use super::quantized::{get_bits, QParams};
 
 /// e2m1 values by their 4-bit code.
 const FP4: [f32; 16] = [
@@ -41,7 +43,7 @@ fn scale(group: usize, s: u8) -> f32 {
 /// One quantized matrix of `rows x cols` values (row-major, `cols / group`
 /// scales a row).
 pub struct FpMatrix<'a> {
-    pub packed: &'a [u8],
+    pub words: &'a [u32],
     pub scales: &'a [u8],
     pub bits: usize,
     pub group: usize,
@@ -52,10 +54,11 @@ pub struct FpMatrix<'a> {
 impl FpMatrix<'_> {
     /// Value `j` of the row-major order.
     fn value(&self, j: usize) -> f32 {
+        let code = get_bits(self.words, j * self.bits, self.bits);
         if self.bits == 8 {
-            from_fp8(self.packed[j])
+            from_fp8(code as u8)
         } else {
-            FP4[((self.packed[j / 2] >> (4 * (j % 2))) & 0xF) as usize]
+            FP4[code as usize]
         }
     }
 
@@ -67,7 +70,7 @@ impl FpMatrix<'_> {
 /// `count` quantized matrices of `rows x cols` stored one after another
 /// (a batch of weights, or a layer's experts).
 pub struct FpStack {
-    packed: Vec<u8>,
+    words: Vec<u32>,
     scales: Vec<u8>,
     count: usize,
     bits: usize,
@@ -77,21 +80,19 @@ pub struct FpStack {
 }
 
 impl FpStack {
-    /// The stack of `words` (uint32, little-endian bytes) and `scales`.
     pub fn new(
-        words: &[u32],
+        words: Vec<u32>,
         scales: Vec<u8>,
         count: usize,
-        (group, bits): (usize, usize),
+        p: QParams,
         (rows, cols): (usize, usize),
     ) -> FpStack {
-        let packed = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         FpStack {
-            packed,
+            words,
             scales,
             count: count.max(1),
-            bits,
-            group,
+            bits: p.bits,
+            group: p.group_size,
             rows,
             cols,
         }
@@ -100,11 +101,11 @@ impl FpStack {
     /// Matrix `i`.
     pub fn matrix(&self, i: usize) -> FpMatrix<'_> {
         let (pw, sw) = (
-            self.packed.len() / self.count,
+            self.words.len() / self.count,
             self.scales.len() / self.count,
         );
         FpMatrix {
-            packed: &self.packed[i * pw..(i + 1) * pw],
+            words: &self.words[i * pw..(i + 1) * pw],
             scales: &self.scales[i * sw..(i + 1) * sw],
             bits: self.bits,
             group: self.group,
@@ -151,9 +152,11 @@ pub fn fp_qmm(
         } else {
             or.fill(0.0);
             for (i, &xi) in xr.iter().enumerate() {
-                for (j, o) in or.iter_mut().enumerate() {
-                    let s = round(w.scale(i, j / w.group));
-                    *o = round(*o + round(round(xi * s) * w.value(i * n + j)));
+                for (g, og) in or.chunks_mut(w.group).enumerate() {
+                    let xs = round(xi * round(w.scale(i, g)));
+                    for (jj, o) in og.iter_mut().enumerate() {
+                        *o = round(*o + round(xs * w.value(i * n + g * w.group + jj)));
+                    }
                 }
             }
         }
