@@ -320,6 +320,23 @@ impl Array {
         Arc::into_inner(d.buffer)
     }
 
+    /// Moves the data out of an array nothing else references (it is
+    /// left donated), so that its new holder is the only one and a kernel
+    /// may reuse the buffer; `None` if the array is shared or not ready.
+    pub(crate) fn take_data(&self) -> Option<Data> {
+        if Arc::strong_count(&self.0) != 1 {
+            return None;
+        }
+        let mut st = lock(&self.0.state);
+        match std::mem::replace(&mut *st, State::Donated) {
+            State::Ready(d) => Some(d),
+            other => {
+                *st = other;
+                None
+            }
+        }
+    }
+
     // ----- evaluation and reading --------------------------------------
 
     /// The elements in row-major order. Evaluates; errors if `T` is not the dtype.

@@ -7,12 +7,13 @@ use super::tape::{FunctionTable, Tape, ValueRef};
 use super::Format;
 use crate::trace_flag::is_tracing;
 use crate::transforms::fuse::fuse;
-use crate::transforms::hoist::{hoist, Hoisted};
+use crate::transforms::hoist::hoist;
 use crate::transforms::simplify::merge_repeated;
+use crate::transforms::tape_call::CallPlan;
 use crate::transforms::tracing::{replay, replay_recorded};
 use crate::{Array, Error, Kwargs, Result};
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// How to import a file.
 #[derive(Clone, Debug)]
@@ -87,9 +88,10 @@ pub struct ImportedFunction {
     /// ([`replay_recorded`]) instead of inferring every node's again.
     checked: Vec<bool>,
     /// For each checked trace, once its first call outside a trace has
-    /// computed them: its constant-only values and the tape that reads
-    /// them ([`hoist`]; `None` when there are none, or computing failed).
-    hoisted: Vec<OnceLock<Option<Hoisted>>>,
+    /// made it: the plan its calls run as one node, on the tape that reads
+    /// its constant-only values computed ([`hoist`]; the whole tape when
+    /// there are none, or computing them failed).
+    plans: Vec<OnceLock<Arc<CallPlan>>>,
     /// For each trace, the constants what a call replays reads: the ones
     /// checked before the call (walked once here, not on every call).
     constants_used: Vec<Vec<usize>>,
@@ -240,7 +242,7 @@ impl ImportedFunction {
             path,
             checks,
             version,
-            hoisted: checked.iter().map(|_| OnceLock::new()).collect(),
+            plans: checked.iter().map(|_| OnceLock::new()).collect(),
             runnable,
             checked,
             constants_used,
@@ -281,8 +283,8 @@ impl ImportedFunction {
             .cloned()
             .chain(kwargs.values().cloned())
             .collect();
-        let outputs = if let Some(h) = self.hoisted(i) {
-            replay_recorded(&h.tape, &h.constants, &inputs)?
+        let outputs = if let Some(plan) = self.plan(i) {
+            plan.call(inputs)?
         } else if self.checked.get(i) == Some(&true) {
             replay_recorded(tape, &self.table.constants, &inputs)?
         } else {
@@ -294,27 +296,31 @@ impl ImportedFunction {
         Ok(outputs)
     }
 
-    /// Checked trace `i` with its constant-only values computed, computing
-    /// them on its first call. Not inside a trace, which cannot evaluate
-    /// (its calls replay the whole tape). A failure is not an error here:
-    /// the whole tape replays and the call fails where it would have.
+    /// The plan checked trace `i`'s calls run, made on its first call
+    /// outside a trace (a call inside one replays the tape: a trace cannot
+    /// evaluate, and hoisting does). Hoisting that fails is not an error
+    /// here: the plan runs the whole tape and the call fails where it would
+    /// have.
     ///
-    /// The values are computed without holding the cell: a thread waiting
-    /// on a kernel's parallel tasks may take up another call of this
-    /// function meanwhile (see `transforms::eval`), which would wait on
-    /// itself. Two first calls at once may both compute; one result stays.
-    fn hoisted(&self, i: usize) -> Option<&Hoisted> {
-        let cell = self.hoisted.get(i).filter(|_| self.checked[i])?;
+    /// The plan is made without holding the cell: a thread waiting on a
+    /// kernel's parallel tasks may take up another call of this function
+    /// meanwhile (see `transforms::eval`), which would wait on itself. Two
+    /// first calls at once may both make one; one stays.
+    fn plan(&self, i: usize) -> Option<&Arc<CallPlan>> {
+        let cell = self.plans.get(i).filter(|_| self.checked[i])?;
         if cell.get().is_none() {
             if is_tracing() {
                 return None;
             }
-            let computed = hoist(&self.runnable[i], &self.table.constants)
-                .ok()
-                .flatten();
-            let _ = cell.set(computed);
+            let constants = &self.table.constants;
+            let plain = Arc::new((self.table.functions[i].clone(), constants.clone()));
+            let plan = match hoist(&self.runnable[i], constants).ok().flatten() {
+                Some(h) => CallPlan::new(h.tape, h.constants, plain),
+                None => CallPlan::new(self.runnable[i].clone(), constants.clone(), plain),
+            };
+            let _ = cell.set(Arc::new(plan));
         }
-        cell.get()?.as_ref()
+        cell.get()
     }
 
     /// Checks constant `i` against its checksum once; later calls reuse the verdict.
@@ -457,11 +463,11 @@ mod tests {
             .collect();
         let mut pool = ConstantPool::default();
         let traced = trace(|xs, _| f.call(xs), &tape.inputs, &[], &mut pool).unwrap();
-        assert!(f.hoisted[0].get().is_none());
+        assert!(f.plans[0].get().is_none());
         assert!(traced.entries.len() >= tape.entries.len());
         let got = f.call(&args).unwrap();
-        let h = f.hoisted[0].get().unwrap().as_ref().expect("hoisted");
-        assert!(h.tape.entries.len() < tape.entries.len());
+        let plan = f.plans[0].get().unwrap();
+        assert!(plan.tape().entries.len() < tape.entries.len());
         let whole = replay_recorded(tape, &f.table.constants, &args).unwrap();
         crate::eval(&got).unwrap();
         crate::eval(&whole).unwrap();
@@ -506,7 +512,8 @@ mod tests {
             sums.iter().all(|&s| s == (1 << 22) as f32 + 1.0),
             "{sums:?}"
         );
-        assert!(g.hoisted[0].get().unwrap().is_some());
+        let plan = g.plans[0].get().unwrap();
+        assert!(plan.constants().len() > g.table.constants.len());
     }
 
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once

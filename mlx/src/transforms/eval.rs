@@ -2,6 +2,7 @@
 
 use crate::array::{lock, Node, State};
 use crate::buffer::{check_allocatable, OutOfMemory};
+use crate::primitive::{Primitive, Spec};
 use crate::trace_flag::is_tracing;
 use crate::{Array, Error, Result};
 use std::collections::HashSet;
@@ -61,10 +62,20 @@ const POOL_NODES: usize = 8;
 /// lock while it waits for parallel tasks: the waiting thread may take up
 /// another evaluation meanwhile; see `buffer::deferred`.)
 fn run_all(order: &[Arc<Node>]) -> Result<()> {
-    if order.len() >= POOL_NODES && rayon::current_thread_index().is_none() {
-        return rayon::scope(|_| run_nodes(order));
+    if order.len() >= POOL_NODES {
+        return on_pool(|| run_nodes(order));
     }
     run_nodes(order)
+}
+
+/// Runs `work` on a thread of the worker pool: handed over when called
+/// from outside it (see [`run_all`]), in place when already on it.
+pub(crate) fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_none() {
+        rayon::scope(|_| work())
+    } else {
+        work()
+    }
 }
 
 fn run_nodes(order: &[Arc<Node>]) -> Result<()> {
@@ -124,15 +135,15 @@ const CHECKED_OUTPUT_BYTES: usize = 1 << 26;
 
 /// Whether `node`'s outputs can exist: sizes that overflow or that the
 /// allocator cannot provide are errors before the kernel starts.
-fn check_outputs(node: &Node) -> Result<()> {
+fn check_outputs(primitive: &dyn Primitive, specs: &[Spec]) -> Result<()> {
     let mut total = 0usize;
-    for s in &node.specs {
+    for s in specs {
         let n = s
             .checked_nbytes()
             .and_then(|n| total.checked_add(n))
             .ok_or_else(|| {
                 Error::invalid(
-                    node.primitive.name(),
+                    primitive.name(),
                     format!(
                         "an output of {} {:?} has more bytes than memory can address",
                         s.dtype, s.shape
@@ -145,8 +156,8 @@ fn check_outputs(node: &Node) -> Result<()> {
         check_allocatable(total).map_err(|_| Error::OutOfMemory {
             what: format!(
                 "{} ({})",
-                node.primitive.name(),
-                super::tracing::specs_text(&node.specs)
+                primitive.name(),
+                super::tracing::specs_text(specs)
             ),
             bytes: total as u64,
         })?;
@@ -157,14 +168,18 @@ fn check_outputs(node: &Node) -> Result<()> {
 /// Runs the kernel; a panic inside it (a failed allocation, or a bug a
 /// hostile file reached) is returned as an error instead of unwinding
 /// through the caller.
-fn eval_kernel(node: &Node, inputs: &[Array]) -> Result<Vec<crate::Data>> {
-    let run = std::panic::AssertUnwindSafe(|| node.primitive.eval(inputs, &node.specs));
+fn eval_kernel(
+    primitive: &dyn Primitive,
+    specs: &[Spec],
+    inputs: &[Array],
+) -> Result<Vec<crate::Data>> {
+    let run = std::panic::AssertUnwindSafe(|| primitive.eval(inputs, specs));
     std::panic::catch_unwind(run).unwrap_or_else(|payload| {
-        let name = node.primitive.name();
+        let name = primitive.name();
         Err(
             if let Some(OutOfMemory(bytes)) = payload.downcast_ref::<OutOfMemory>() {
                 Error::OutOfMemory {
-                    what: format!("{name} ({})", super::tracing::specs_text(&node.specs)),
+                    what: format!("{name} ({})", super::tracing::specs_text(specs)),
                     bytes: *bytes as u64,
                 }
             } else {
@@ -180,32 +195,10 @@ fn eval_kernel(node: &Node, inputs: &[Array]) -> Result<Vec<crate::Data>> {
 }
 
 fn run(node: &Arc<Node>) -> Result<()> {
-    check_outputs(node)?;
     let inputs = std::mem::take(&mut *lock(&node.inputs));
-    match eval_kernel(node, &inputs) {
+    match run_kernel(&*node.primitive, &node.specs, &inputs) {
         Ok(datas) => {
-            // A kernel's data must fit its output (a user primitive's
-            // kernel is safe code that could return any strides or bytes).
-            for (d, spec) in datas.iter().zip(&node.specs) {
-                if let Err(e) = d.check_fits(&spec.shape, spec.dtype) {
-                    *lock(&node.inputs) = inputs;
-                    return Err(Error::unsupported(
-                        node.primitive.name(),
-                        format!("the kernel returned data that does not fit its output: {e}"),
-                    ));
-                }
-            }
             drop(inputs);
-            if datas.len() != node.specs.len() {
-                return Err(Error::unsupported(
-                    node.primitive.name(),
-                    format!(
-                        "kernel returned {} outputs, expected {}",
-                        datas.len(),
-                        node.specs.len()
-                    ),
-                ));
-            }
             if let Some(outs) = node.outputs.get() {
                 for (w, d) in outs.iter().zip(datas) {
                     if let Some(inner) = w.upgrade() {
@@ -220,6 +213,43 @@ fn run(node: &Arc<Node>) -> Result<()> {
             Err(e)
         }
     }
+}
+
+/// Runs `primitive`'s kernel on `inputs` for outputs `specs`, with the
+/// checks every evaluation makes: outputs that cannot exist are refused
+/// before it starts, a panic is an error, and the kernel must return one
+/// data per output that fits it (a user primitive's kernel is safe code
+/// that could return any strides or bytes).
+pub(crate) fn run_kernel(
+    primitive: &dyn Primitive,
+    specs: &[Spec],
+    inputs: &[Array],
+) -> Result<Vec<crate::Data>> {
+    // A planned call's outputs are made, and checked, by the entries it
+    // runs: an error names the primitive that needs the memory.
+    if !primitive.as_any().is::<super::tape_call::TapeCall>() {
+        check_outputs(primitive, specs)?;
+    }
+    let datas = eval_kernel(primitive, specs, inputs)?;
+    for (d, spec) in datas.iter().zip(specs) {
+        if let Err(e) = d.check_fits(&spec.shape, spec.dtype) {
+            return Err(Error::unsupported(
+                primitive.name(),
+                format!("the kernel returned data that does not fit its output: {e}"),
+            ));
+        }
+    }
+    if datas.len() != specs.len() {
+        return Err(Error::unsupported(
+            primitive.name(),
+            format!(
+                "kernel returned {} outputs, expected {}",
+                datas.len(),
+                specs.len()
+            ),
+        ));
+    }
+    Ok(datas)
 }
 
 impl Array {

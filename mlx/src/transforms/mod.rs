@@ -9,6 +9,7 @@ pub mod fused;
 pub mod hoist;
 pub mod simplify;
 pub mod tape;
+pub mod tape_call;
 pub mod tracing;
 
 /// The tracing flags, at their former path.

@@ -200,20 +200,7 @@ pub fn replay(
 /// its tape on every call; inferring ~1,700 nodes' specs was a third of
 /// that.
 pub fn replay_recorded(tape: &Tape, constants: &[Array], inputs: &[Array]) -> Result<Vec<Array>> {
-    if let Some((i, a)) = inputs
-        .iter()
-        .enumerate()
-        .find(|(i, a)| tape.inputs.get(*i) != Some(a.spec()))
-    {
-        return Err(Error::invalid(
-            "replay",
-            format!(
-                "input {i} is {} {:?}; the trace was recorded for other shapes",
-                a.dtype(),
-                a.shape()
-            ),
-        ));
-    }
+    super::tape_call::check_inputs(tape, inputs)?;
     replay_with(tape, constants, inputs, |_, e, ins| {
         Ok(Array::with_specs(
             e.primitive.clone(),

@@ -132,27 +132,92 @@ fn one_row_gemv(
     let b_off = batch_offsets(batch, &b.data.strides[..nd - 2], b.data.offset);
     let src = a.data.buffer.as_slice::<f32>();
     let step = a.data.strides[nd - 1];
-    let one = |(i, dst): (usize, &mut [f32])| {
-        let x: std::borrow::Cow<'_, [f32]> = if step == 1 {
+    let x_of = |i: usize| -> std::borrow::Cow<'_, [f32]> {
+        if step == 1 {
             src[a_off[i] as usize..][..k].into()
         } else {
             (0..k as isize)
                 .map(|j| src[(a_off[i] + j * step) as usize])
                 .collect()
-        };
-        let w = super::gemv::Strided {
-            offset: b_off[i] as usize,
-            ..w
-        };
-        super::gemv::gemv(&x, &w, alpha, dst);
+        }
     };
     let dst = out.as_mut_slice::<f32>().expect("heap buffer");
-    if a_off.len() > 1 && a_off.len() * k * n >= super::gemv::PAR_WORK_DOTS {
-        dst.par_chunks_mut(n).enumerate().for_each(one);
+    if a_off.len() == 1 {
+        // One product: it spreads over threads itself.
+        let w = super::gemv::Strided {
+            offset: b_off[0] as usize,
+            ..w
+        };
+        super::gemv::gemv(&x_of(0), &w, alpha, dst);
+        return true;
+    }
+    // Many entries. Entries that read the same matrix (a broadcast batch
+    // axis: grouped-query attention's query heads sharing a key/value
+    // head) run together on one block of its columns at a time, so the
+    // block is read from memory once and then from cache; blocks are the
+    // parallel tasks.
+    let groups = same_offset_runs(&b_off);
+    let cols = column_block(k, n);
+    let blocks: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = groups
+        .iter()
+        .flat_map(|g| {
+            (0..n)
+                .step_by(cols)
+                .map(move |c| (g.clone(), c..(c + cols).min(n)))
+        })
+        .collect();
+    let run = |(g, c): &(std::ops::Range<usize>, std::ops::Range<usize>)| -> Vec<f32> {
+        let mut part = vec![0f32; g.len() * c.len()];
+        for (i, o) in g.clone().zip(part.chunks_mut(c.len())) {
+            let w = super::gemv::Strided {
+                offset: (b_off[i] + c.start as isize * w.col_stride) as usize,
+                n: c.len(),
+                ..w
+            };
+            super::gemv::gemv(&x_of(i), &w, alpha, o);
+        }
+        part
+    };
+    let parts: Vec<Vec<f32>> = if a_off.len() * k * n >= super::gemv::PAR_WORK_DOTS {
+        blocks.par_iter().map(run).collect()
     } else {
-        dst.chunks_mut(n).enumerate().for_each(one);
+        blocks.iter().map(run).collect()
+    };
+    for ((g, c), part) in blocks.iter().zip(&parts) {
+        for (i, p) in g.clone().zip(part.chunks(c.len())) {
+            dst[i * n + c.start..i * n + c.end].copy_from_slice(p);
+        }
     }
     true
+}
+
+/// Bytes of a matrix block that stay in the first-level cache while every
+/// entry of a group reads it.
+const BLOCK_BYTES: usize = 32 << 10;
+
+/// Columns per block of a `k x n` float32 matrix: the block's bytes fit
+/// [`BLOCK_BYTES`], in multiples of 16 (a vector), at least 16. Each
+/// output's sum is the same whichever block it is in.
+fn column_block(k: usize, n: usize) -> usize {
+    let fit = BLOCK_BYTES / (4 * k.max(1));
+    if fit >= n {
+        n
+    } else {
+        (fit / 16 * 16).max(16)
+    }
+}
+
+/// Runs of consecutive equal values, as index ranges.
+fn same_offset_runs(offsets: &[isize]) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=offsets.len() {
+        if i == offsets.len() || offsets[i] != offsets[start] {
+            runs.push(start..i);
+            start = i;
+        }
+    }
+    runs
 }
 
 /// Element offsets of every batch entry, in row-major batch order.
