@@ -68,6 +68,47 @@ fn run_all(order: &[Arc<Node>]) -> Result<()> {
     run_nodes(order)
 }
 
+/// Runs `work` (on a pool thread) with the pool's other threads kept
+/// awake: each takes up parallel tasks as they come instead of going to
+/// sleep between kernels and being woken for the next one. On a virtual
+/// machine the sleeps and wake-ups of a decode step's ~200 parallel
+/// kernels cost more than some of the kernels (a fifth of a profile was
+/// the scheduler). The threads spin only while `work` runs.
+pub(crate) fn with_pool_awake<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let others = rayon::current_num_threads().saturating_sub(1);
+    let Some(me) = rayon::current_thread_index().filter(|_| others > 0) else {
+        return work();
+    };
+    /// Ends the spinning however `work` ends.
+    struct Done<'a>(&'a AtomicBool);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+    let done = AtomicBool::new(false);
+    rayon::scope(|s| {
+        for _ in 0..others {
+            s.spawn(|_| {
+                // This thread may take its own spinner up while it waits
+                // inside `work`: that one returns at once, or `work`
+                // could never finish.
+                if rayon::current_thread_index() == Some(me) {
+                    return;
+                }
+                while !done.load(Ordering::Acquire) {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::hint::spin_loop();
+                    }
+                }
+            });
+        }
+        let _done = Done(&done);
+        work()
+    })
+}
+
 /// Runs `work` on a thread of the worker pool: handed over when called
 /// from outside it (see [`run_all`]), in place when already on it.
 pub(crate) fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
@@ -257,5 +298,31 @@ impl Array {
     /// evaluator so the array type does not depend on it.
     pub fn eval(&self) -> Result<()> {
         eval(std::slice::from_ref(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rayon::prelude::*;
+
+    /// Work under kept-awake threads, nested in parallel tasks that are
+    /// themselves kept awake (a thread may take its own spinner, or
+    /// another's), finishes with the sums' closed forms.
+    #[test]
+    fn work_with_the_pool_awake_finishes_nested() {
+        let sums: Vec<u64> = (0..64u64)
+            .into_par_iter()
+            .map(|i| {
+                super::on_pool(|| {
+                    super::with_pool_awake(|| (0..1000u64).into_par_iter().map(|j| i * j).sum())
+                })
+            })
+            .collect();
+        let want: Vec<u64> = (0..64).map(|i| i * 999 * 1000 / 2).collect();
+        assert_eq!(sums, want);
+        // From outside the pool: handed over, then kept awake.
+        let total: u64 =
+            super::on_pool(|| super::with_pool_awake(|| (1..=100u64).into_par_iter().sum()));
+        assert_eq!(total, 5050);
     }
 }

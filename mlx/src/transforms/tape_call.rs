@@ -14,7 +14,7 @@
 //! The node has no registry entry, so no file can hold it: exports and
 //! transforms use its fallback, the plain graph the file recorded.
 
-use super::eval::{on_pool, run_kernel};
+use super::eval::{on_pool, run_kernel, with_pool_awake};
 use super::tape::{spec_of_ref, Tape, ValueRef};
 use super::tracing::replay_recorded;
 use crate::array::Data;
@@ -248,7 +248,7 @@ impl Primitive for TapeCall {
     }
 
     fn eval(&self, inputs: &[Array], _outputs: &[Spec]) -> Result<Vec<Data>> {
-        on_pool(|| self.plan.run(inputs))
+        on_pool(|| with_pool_awake(|| self.plan.run(inputs)))
     }
 
     /// The file's own graph: what transforms differentiate and exports record.

@@ -773,6 +773,8 @@ mod lanes {
     ) -> [f32; BLOCK] {
         assert!(x.len() >= k);
         let rows: [&[T]; BLOCK] = std::array::from_fn(|jj| &src[row(jj) as usize..][..k]);
+        let next: [*const T; BLOCK] =
+            std::array::from_fn(|jj| src.as_ptr().wrapping_offset(row(BLOCK + jj)));
         let full = k / 8 * 8;
         // Two independent accumulators (rows 0-7, 8-15) hide the add latency.
         let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
@@ -786,7 +788,7 @@ mod lanes {
             let high = _mm256_set1_epi32(0xFFFF_0000u32 as i32);
             let words = |r: &[T], kk: usize| _mm256_loadu_ps(r.as_ptr().add(kk) as *const f32);
             for kk in (0..pairs).step_by(16) {
-                prefetch(&rows, kk);
+                prefetch(&next, kk);
                 // SAFETY: kk + 16 <= k = each row's length and x's.
                 let a = transpose8(std::array::from_fn(|j| words(rows[j], kk)));
                 let b = transpose8(std::array::from_fn(|j| words(rows[8 + j], kk)));
@@ -807,7 +809,7 @@ mod lanes {
             start = pairs;
         }
         for kk in (start..full).step_by(8) {
-            prefetch(&rows, kk);
+            prefetch(&next, kk);
             // SAFETY: kk + 8 <= k = each row's length and x's.
             let a = transpose8(std::array::from_fn(|j| T::widen8(rows[j].as_ptr().add(kk))));
             let b = transpose8(std::array::from_fn(|j| {
@@ -1037,16 +1039,21 @@ mod lanes {
         lanes.join(rest)
     }
 
-    /// Asks for each row's values 128 ahead of `kk` (256 bytes): rows of a
-    /// decode layer are short (~1-3 KB), so the hardware prefetcher barely
-    /// starts on one before it ends. A hint: addresses past a row are fine.
+    /// Asks for the next block's rows at `kk`, one cache line (32
+    /// values) at a time: rows of a decode layer are short (~1-3 KB), so
+    /// the hardware prefetcher barely starts on one before it ends, and
+    /// sixteen rows are more streams than it follows. A whole block ahead
+    /// the lines arrive before they are read. A hint: addresses past the
+    /// matrix are fine.
     ///
     /// # Safety
     /// Called from code compiled with AVX2 (SSE prefetch is part of it).
     #[inline(always)]
-    unsafe fn prefetch<T>(rows: &[&[T]; BLOCK], kk: usize) {
-        for r in rows {
-            _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(kk + 128) as *const i8);
+    unsafe fn prefetch<T>(next: &[*const T; BLOCK], kk: usize) {
+        if kk.is_multiple_of(32) {
+            for r in next {
+                _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(kk) as *const i8);
+            }
         }
     }
 }

@@ -262,6 +262,9 @@ pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA:
     for (r, o) in (r0..).zip(out.iter_mut()) {
         let words = &a.w.packed[r * rw..(r + 1) * rw];
         let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
+        if FMA {
+            prefetch_ahead(words);
+        }
         let mut acc = [0f32; LANES];
         if wpg >= LANES {
             // Whole blocks per group: one scale for the group's lanes.
@@ -298,6 +301,27 @@ pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA:
         let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
         *o = acc.iter().sum::<f32>() + bias_term(biases, a.xsums);
     }
+}
+
+/// How far ahead of a row the packed words are fetched into cache: the
+/// hardware prefetcher restarts on every task's rows and falls behind.
+const PREFETCH_BYTES: usize = 2048;
+
+/// Asks for the cache lines [`PREFETCH_BYTES`] past each of `row`'s.
+#[inline(always)]
+fn prefetch_ahead(row: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..row.len() * 4).step_by(64) {
+        let ahead = row
+            .as_ptr()
+            .cast::<i8>()
+            .wrapping_add(line + PREFETCH_BYTES);
+        // SAFETY: a prefetch is a hint: it reads nothing the program sees
+        // and does not fault, whatever the address.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ahead) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = row;
 }
 
 /// `d[j % 2][i] += q_ij · 2^(BITS j) · xp[j * 8 + i]` for one block
