@@ -14,6 +14,7 @@ mod elementwise_layout;
 mod factorizations;
 mod fast;
 mod fft;
+mod half_blocks;
 mod indexing_errors;
 mod indexing_fixtures;
 mod indexing_props;

@@ -7,7 +7,9 @@
 use super::expect_inputs;
 use super::grad::{constant, elementwise_rules, Partial};
 use crate::backend::cpu::copy::to_contiguous_vec;
-use crate::backend::cpu::elementwise::{binary, binary_chunk, ternary};
+use crate::backend::cpu::elementwise::{
+    binary, binary_chunk, binary_chunk_f16, binary_f16, ternary,
+};
 use crate::backend::cpu::math::complex;
 use crate::backend::cpu::num::{Float, Int, Num};
 use crate::buffer::Buffer;
@@ -72,8 +74,12 @@ fn at_shape<'a>(a: &'a Array, shape: &[i32]) -> Result<Cow<'a, Array>> {
 }
 
 /// Defines a binary primitive whose kernel is a [`Num`] method, for every dtype.
+///
+/// `$via_f32`: float16 computes `f32`'s method and rounds, which the block
+/// kernels of [`binary_f16`] do with the CPU's conversion instructions
+/// (false for maximum/minimum, which return an operand's own bits).
 macro_rules! num_binary {
-    ($(#[$doc:meta])* $name:ident, $f:ident, $partial:expr) => {
+    ($(#[$doc:meta])* $name:ident, $f:ident, $via_f32:expr, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
@@ -86,12 +92,19 @@ macro_rules! num_binary {
             }
             fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
                 let (a, b) = broadcast_inputs(inputs, &out[0])?;
+                if $via_f32 && out[0].dtype == Dtype::Float16 {
+                    return Ok(vec![binary_f16(&a, &b, &out[0], <f32 as Num>::$f)?]);
+                }
                 Ok(vec![dispatch_dtype!(out[0].dtype, T => binary::<T, T>(&a, &b, &out[0], <T as Num>::$f)?)])
             }
             fn eval_chunk(&self, ins: &[ChunkRef], out: &mut [u8], dtype: Dtype) -> Option<Result<()>> {
                 let [a, b] = ins else { return None };
                 if a.dtype != dtype || b.dtype != dtype {
                     return None;
+                }
+                if $via_f32 && dtype == Dtype::Float16 {
+                    binary_chunk_f16(*a, *b, out, <f32 as Num>::$f);
+                    return Some(Ok(()));
                 }
                 dispatch_dtype!(dtype, T => binary_chunk::<T, T>(*a, *b, out, <T as Num>::$f));
                 Some(Ok(()))
@@ -103,20 +116,20 @@ macro_rules! num_binary {
 
 num_binary!(
     /// `a + b` (integers wrap; bool: or).
-    Add, add, |_, _, _, _| Ok(Partial::One)
+    Add, add, true, |_, _, _, _| Ok(Partial::One)
 );
 num_binary!(
     /// `a - b`.
-    Subtract, sub, |_, i, _, _| Ok(if i == 0 { Partial::One } else { Partial::MinusOne })
+    Subtract, sub, true, |_, i, _, _| Ok(if i == 0 { Partial::One } else { Partial::MinusOne })
 );
 num_binary!(
     /// `a * b`.
-    Multiply, mul, |_, i, x, _| Ok(Partial::Times(x[1 - i].clone()))
+    Multiply, mul, true, |_, i, x, _| Ok(Partial::Times(x[1 - i].clone()))
 );
 num_binary!(
     /// `a / b` (true division; ops cast integers to float first; an integer
     /// division by zero gives 0).
-    Divide, div, |_, i, x, _| Ok(if i == 0 {
+    Divide, div, true, |_, i, x, _| Ok(if i == 0 {
         Partial::Over(x[1].clone())
     } else {
         // d(a/b)/db = -a / b^2
@@ -125,11 +138,11 @@ num_binary!(
 );
 num_binary!(
     /// Element-wise maximum: `a` if it is NaN or larger, else `b`.
-    Maximum, max, |_, i, x, _| selected(i, x, ops::greater, ops::less_equal)
+    Maximum, max, false, |_, i, x, _| selected(i, x, ops::greater, ops::less_equal)
 );
 num_binary!(
     /// Element-wise minimum: `a` if it is NaN or smaller, else `b`.
-    Minimum, min, |_, i, x, _| selected(i, x, ops::less, ops::greater_equal)
+    Minimum, min, false, |_, i, x, _| selected(i, x, ops::less, ops::greater_equal)
 );
 
 /// The partial of maximum/minimum: the mask of positions where input `i`

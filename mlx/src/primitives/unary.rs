@@ -6,7 +6,8 @@
 use super::expect_inputs;
 use super::grad::{constant, elementwise_rules, linear_rules, unbroadcast, Partial};
 use crate::backend::cpu::cast::Cast;
-use crate::backend::cpu::elementwise::unary;
+use crate::backend::cpu::elementwise::{convert_f16, unary, unary_f16, unary_f16_rounding_twice};
+use crate::backend::cpu::f16c;
 use crate::backend::cpu::math::{self, complex};
 use crate::backend::cpu::num::{Float, Num};
 use crate::primitive::Spec;
@@ -29,6 +30,33 @@ impl Primitive for AsType {
     }
     fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
         let a = &inputs[0];
+        // float32 <-> float16 with the CPU's conversion instructions (the
+        // same bits as the element casts).
+        match (a.dtype(), self.dtype) {
+            (Dtype::Float32, Dtype::Float16) => {
+                let d = convert_f16::<f32, f16>(
+                    a,
+                    &out[0],
+                    // SAFETY: `convert_f16` runs blocks only on a CPU with F16C.
+                    #[inline(always)]
+                    |s, o| unsafe { f16c::narrow(s, o) },
+                    |x| x.cast(),
+                )?;
+                return Ok(vec![d]);
+            }
+            (Dtype::Float16, Dtype::Float32) => {
+                let d = convert_f16::<f16, f32>(
+                    a,
+                    &out[0],
+                    // SAFETY: as above.
+                    #[inline(always)]
+                    |s, o| unsafe { f16c::widen(s, o) },
+                    |x| x.cast(),
+                )?;
+                return Ok(vec![d]);
+            }
+            _ => {}
+        }
         let d = dispatch_dtype!(a.dtype(), S => dispatch_dtype!(self.dtype, D => unary::<S, D>(a, &out[0], |x: S| x.cast::<D>())?));
         Ok(vec![d])
     }
@@ -96,7 +124,7 @@ where
     match a.dtype() {
         Dtype::Float32 => unary::<f32, f32>(a, out, f),
         Dtype::Float64 => unary::<f64, f64>(a, out, g),
-        Dtype::Float16 => unary::<f16, f16>(a, out, move |x| x.map(f, g)),
+        Dtype::Float16 => unary_f16(a, out, f),
         Dtype::Bfloat16 => unary::<bf16, bf16>(a, out, move |x| x.map(f, g)),
         Dtype::Complex64 => match k.c64 {
             Some(c) => unary::<Complex64, Complex64>(a, out, c),
@@ -347,7 +375,7 @@ impl Primitive for Sqrt {
         // MLX computes 1 / sqrt(x) as two operations of the dtype: half
         // types round the square root before dividing.
         let d = match a.dtype() {
-            Dtype::Float16 => unary::<f16, f16>(a, o, rsqrt_half)?,
+            Dtype::Float16 => unary_f16_rounding_twice(a, o, f32::sqrt, |_, s| 1.0 / s)?,
             Dtype::Bfloat16 => unary::<bf16, bf16>(a, o, rsqrt_half)?,
             _ => {
                 let k = FloatFn {
@@ -405,7 +433,13 @@ impl Primitive for Sigmoid {
         let d = match a.dtype() {
             Dtype::Float32 => unary::<f32, f32>(a, o, math::sigmoid_f32)?,
             Dtype::Float64 => unary::<f64, f64>(a, o, math::sigmoid_f64)?,
-            Dtype::Float16 => sigmoid_half::<f16>(a, o)?,
+            Dtype::Float16 => unary_f16_rounding_twice(
+                a,
+                o,
+                #[inline(always)]
+                |x| math::exp_f32(x.abs()),
+                math::sigmoid_from_exp,
+            )?,
             Dtype::Bfloat16 => sigmoid_half::<bf16>(a, o)?,
             d => {
                 return Err(Error::unsupported(
@@ -466,8 +500,10 @@ rounding_unary!(
 );
 
 /// Defines a primitive over every dtype through a generic function of [`Num`].
+/// `$f32`: the function float16 computes in f32 and rounds (with the
+/// CPU's conversion instructions, [`unary_f16`]).
 macro_rules! num_unary {
-    ($(#[$doc:meta])* $name:ident, $f:ident, $partial:expr) => {
+    ($(#[$doc:meta])* $name:ident, $f:ident, $f32:expr, $partial:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
         #[primitive(elementwise)]
@@ -480,6 +516,9 @@ macro_rules! num_unary {
             }
             fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
                 let a = &inputs[0];
+                if a.dtype() == Dtype::Float16 {
+                    return Ok(vec![unary_f16(a, &out[0], $f32)?]);
+                }
                 Ok(vec![dispatch_dtype!(a.dtype(), T => unary::<T, T>(a, &out[0], $f::<T>)?)])
             }
             elementwise_rules!($partial);
@@ -518,11 +557,11 @@ fn complex_sign(z: Complex64) -> Complex64 {
 
 num_unary!(
     /// `-x` (integers wrap; bool unchanged, as MLX's kernel does).
-    Negative, negative, |_, _, _, _| Ok(Partial::MinusOne)
+    Negative, negative, |x: f32| -x, |_, _, _, _| Ok(Partial::MinusOne)
 );
 num_unary!(
     /// `x * x`.
-    Square, square, |_, _, x, _| times(|| ops::multiply(&x[0], &constant(2.0, &x[0])))
+    Square, square, |x: f32| x * x, |_, _, x, _| times(|| ops::multiply(&x[0], &constant(2.0, &x[0])))
 );
 /// -1, 0 or 1 by the sign of x (0 for NaN); complex x / |x|.
 #[derive(Debug, Clone, Default, PartialEq, crate::Primitive)]
@@ -563,7 +602,7 @@ impl Primitive for Abs {
             Dtype::Float32 => unary::<f32, f32>(a, &out[0], f32::abs)?,
             Dtype::Float64 => unary::<f64, f64>(a, &out[0], f64::abs)?,
             // std::abs of a half type goes through f32 (a NaN gets MLX's NaN pattern).
-            Dtype::Float16 => unary::<f16, f16>(a, &out[0], |x| x.map(f32::abs, f64::abs))?,
+            Dtype::Float16 => unary_f16(a, &out[0], f32::abs)?,
             Dtype::Bfloat16 => unary::<bf16, bf16>(a, &out[0], |x| x.map(f32::abs, f64::abs))?,
             Dtype::Complex64 => {
                 unary::<Complex64, Complex64>(a, &out[0], |z| Complex64::new(z.norm(), 0.0))?

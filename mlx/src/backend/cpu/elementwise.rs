@@ -3,12 +3,16 @@
 //! buffer donation, and rayon above [`PAR_THRESHOLD`].
 
 use super::copy::{for_each_row, to_contiguous_vec};
+use super::f16c::{self, Half};
+use super::num::{f16_from_f32, f16_to_f32};
 use super::simd::with_fma;
 use super::PAR_THRESHOLD;
 use crate::array::Data;
 use crate::buffer::{cast_bytes, cast_bytes_mut, Buffer};
+use crate::layout::gather_range;
 use crate::primitive::{ChunkRef, Spec};
 use crate::{Array, Element, Result};
+use half::f16;
 use rayon::prelude::*;
 
 /// Elements per parallel task: large enough to amortise scheduling,
@@ -341,4 +345,227 @@ pub fn ternary<C: Element, T: Element, U: Element>(
         },
     );
     Ok(Data::contiguous(buf, shape))
+}
+
+/// [`for_chunks`] compiled with F16C besides AVX2 and FMA: the float16
+/// block kernels of [`f16c`]. Panics on a CPU without them (callers
+/// check [`f16c::available`] first).
+fn for_f16c_chunks<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
+    assert!(f16c::available(), "the CPU lacks F16C");
+    // SAFETY: the CPU has F16C, AVX2 and FMA (asserted above).
+    let run = |start, o: &mut [U]| unsafe { f16c::with_f16c(|| body(start, o)) };
+    if out.len() >= PAR_THRESHOLD {
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, o)| run(c * CHUNK, o));
+    } else {
+        run(0, out);
+    }
+}
+
+impl<'a> From<Operand<'a, f16>> for Half<'a> {
+    fn from(o: Operand<'a, f16>) -> Half<'a> {
+        match o {
+            Operand::Dense(s) => Half::Dense(s),
+            Operand::Scalar(v) => Half::Scalar(v),
+        }
+    }
+}
+
+/// float16 `out = f16_from_f32(f(x))` with `f` computed in f32 (MLX's
+/// float16 arithmetic), through the CPU's conversion instructions a block
+/// at a time where it has them ([`f16c`]): the same bits as the element
+/// path [`unary`] takes elsewhere, faster.
+pub fn unary_f16(a: &Array, out: &Spec, f: impl Fn(f32) -> f32 + Sync) -> Result<Data> {
+    unary_f16_blocks(
+        a,
+        out,
+        #[inline(always)]
+        |o, start, x| {
+            // SAFETY: `for_f16c_chunks` runs this only on a CPU with F16C.
+            unsafe { f16c::zip(o, start, x, Half::Scalar(f16::ZERO), &|v, _| f(v)) }
+        },
+        #[inline(always)]
+        |x| f16_from_f32(f(f16_to_f32(x))),
+    )
+}
+
+/// [`unary_f16`] of `g(x, t)` where `t` is `h(x)` rounded to float16: MLX
+/// functions that round an intermediate to the type (sigmoid's exp,
+/// rsqrt's square root).
+pub fn unary_f16_rounding_twice(
+    a: &Array,
+    out: &Spec,
+    h: impl Fn(f32) -> f32 + Sync,
+    g: impl Fn(f32, f32) -> f32 + Sync,
+) -> Result<Data> {
+    unary_f16_blocks(
+        a,
+        out,
+        #[inline(always)]
+        |o, start, x| {
+            // SAFETY: `for_f16c_chunks` runs this only on a CPU with F16C.
+            unsafe { f16c::map_rounding_twice(o, start, x, &h, &g) }
+        },
+        #[inline(always)]
+        |x| {
+            let x = f16_to_f32(x);
+            f16_from_f32(g(x, f16_to_f32(f16_from_f32(h(x)))))
+        },
+    )
+}
+
+/// A float16 unary kernel: `block(o, start, x)` writes a chunk `o` of the
+/// output (its first element is element `start`) from the input `x`;
+/// `element` is the same function of one value, which CPUs without F16C
+/// run. A donated input is computed in place; a strided one (a
+/// transposed view) is gathered chunk by chunk into the output first.
+fn unary_f16_blocks(
+    a: &Array,
+    out: &Spec,
+    block: impl Fn(&mut [f16], usize, Half) + Sync,
+    element: impl Fn(f16) -> f16 + Sync,
+) -> Result<Data> {
+    if !f16c::available() {
+        return unary::<f16, f16>(a, out, element);
+    }
+    let n = out.size();
+    if let Some(mut buf) = a.try_donate() {
+        let o = &mut buf.as_mut_slice::<f16>().expect("heap buffer")[..n];
+        for_f16c_chunks(
+            o,
+            #[inline(always)]
+            |start, o| block(o, start, Half::Out),
+        );
+        return Ok(Data::contiguous(buf, &out.shape));
+    }
+    let da = a.data()?;
+    let mut buf = fresh_output(out);
+    let o = buf.as_mut_slice::<f16>().expect("heap buffer");
+    if da.is_row_contiguous(a.shape()) {
+        let s = &da.buffer.as_slice::<f16>()[da.offset..da.offset + n];
+        for_f16c_chunks(
+            o,
+            #[inline(always)]
+            |start, o| block(o, start, Half::Dense(s)),
+        );
+    } else {
+        for_f16c_chunks(
+            o,
+            #[inline(always)]
+            |start, o| {
+                gather_range(&da, a.shape(), start, o);
+                block(o, start, Half::Out)
+            },
+        );
+    }
+    Ok(Data::contiguous(buf, &out.shape))
+}
+
+/// float16 `out = f16_from_f32(f(x, y))` with `f` computed in f32, as
+/// [`unary_f16`] does it; a donated operand is overwritten in place and a
+/// strided one copied row-major first, as [`binary`] does.
+pub fn binary_f16(
+    a: &Array,
+    b: &Array,
+    out: &Spec,
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) -> Result<Data> {
+    if !f16c::available() {
+        return binary::<f16, f16>(
+            a,
+            b,
+            out,
+            #[inline(always)]
+            |x, y| f16_from_f32(f(f16_to_f32(x), f16_to_f32(y))),
+        );
+    }
+    let shape = out.shape.as_slice();
+    let n = out.size();
+    #[inline(always)]
+    fn block(o: &mut [f16], start: usize, x: Half, y: Half, f: &impl Fn(f32, f32) -> f32) {
+        // SAFETY: `for_f16c_chunks` runs this only on a CPU with F16C.
+        unsafe { f16c::zip(o, start, x, y, f) }
+    }
+    for (donor, other, donor_first) in [(a, b, true), (b, a, false)] {
+        if donor.shape() != shape || std::ptr::eq(donor, other) {
+            continue;
+        }
+        let dother = other.data()?;
+        let Some(mut buf) = donor.try_donate() else {
+            continue;
+        };
+        let mut keep = Vec::new();
+        let y = Half::from(Operand::<f16>::or_copy(&dother, shape, n, &mut keep));
+        let o = &mut buf.as_mut_slice::<f16>().expect("heap buffer")[..n];
+        for_f16c_chunks(
+            o,
+            #[inline(always)]
+            |start, o| {
+                if donor_first {
+                    block(o, start, Half::Out, y, &f)
+                } else {
+                    block(o, start, y, Half::Out, &f)
+                }
+            },
+        );
+        return Ok(Data::contiguous(buf, shape));
+    }
+    let (da, db) = (a.data()?, b.data()?);
+    let (mut ka, mut kb) = (Vec::new(), Vec::new());
+    let x = Half::from(Operand::or_copy(&da, shape, n, &mut ka));
+    let y = Half::from(Operand::or_copy(&db, shape, n, &mut kb));
+    let mut buf = fresh_output(out);
+    let o = buf.as_mut_slice::<f16>().expect("heap buffer");
+    for_f16c_chunks(
+        o,
+        #[inline(always)]
+        |start, o| block(o, start, x, y, &f),
+    );
+    Ok(Data::contiguous(buf, shape))
+}
+
+/// [`binary_f16`] over one chunk of a fused chain (see [`ChunkRef`]).
+pub fn binary_chunk_f16(
+    a: ChunkRef,
+    b: ChunkRef,
+    out: &mut [u8],
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) {
+    if !f16c::available() {
+        return binary_chunk::<f16, f16>(
+            a,
+            b,
+            out,
+            #[inline(always)]
+            |x, y| f16_from_f32(f(f16_to_f32(x), f16_to_f32(y))),
+        );
+    }
+    let o = cast_bytes_mut::<f16>(out);
+    let (x, y) = (Operand::of_chunk(a).into(), Operand::of_chunk(b).into());
+    // SAFETY: the CPU has F16C, AVX2 and FMA (checked above).
+    unsafe { f16c::with_f16c(|| f16c::zip(o, 0, x, y, &f)) }
+}
+
+/// float32 to float16 or back (`T` -> `U`), rounding as
+/// [`f16_from_f32`] does: a contiguous input `block(src, dst)` a chunk at
+/// a time with F16C, else `element` per value.
+pub fn convert_f16<T: Element, U: Element>(
+    a: &Array,
+    out: &Spec,
+    block: impl Fn(&[T], &mut [U]) + Sync,
+    element: impl Fn(T) -> U + Sync,
+) -> Result<Data> {
+    let da = a.data()?;
+    if !f16c::available() || !da.is_row_contiguous(a.shape()) {
+        return unary::<T, U>(a, out, element);
+    }
+    let s = &da.buffer.as_slice::<T>()[da.offset..da.offset + out.size()];
+    let mut buf = fresh_output(out);
+    for_f16c_chunks(
+        buf.as_mut_slice::<U>().expect("heap buffer"),
+        #[inline(always)]
+        |start, o| block(&s[start..start + o.len()], o),
+    );
+    Ok(Data::contiguous(buf, &out.shape))
 }

@@ -351,7 +351,12 @@ pub fn sigmoid_f64(x: f64) -> f64 {
 /// (`round`) before the rest is computed in f32.
 #[inline(always)]
 pub fn sigmoid_half(x: f32, round: impl Fn(f32) -> f32) -> f32 {
-    let e = round(exp_f32(x.abs()));
+    sigmoid_from_exp(x, round(exp_f32(x.abs())))
+}
+
+/// The rest of [`sigmoid_half`] once `e`, the rounded `exp(|x|)`, is known.
+#[inline(always)]
+pub fn sigmoid_from_exp(x: f32, e: f32) -> f32 {
     let y = 1.0 / (1.0 + e);
     if x < 0.0 {
         y

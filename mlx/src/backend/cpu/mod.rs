@@ -4,6 +4,7 @@ pub mod cast;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub mod f16c;
 pub mod factor;
 pub mod fast;
 pub mod fft;
