@@ -169,16 +169,7 @@ impl CallPlan {
 
 /// Errors unless `inputs` have exactly the tape's recorded specs.
 pub(crate) fn check_inputs(tape: &Tape, inputs: &[Array]) -> Result<()> {
-    if inputs.len() != tape.inputs.len() {
-        return Err(Error::invalid(
-            "replay",
-            format!(
-                "expected {} inputs, found {}",
-                tape.inputs.len(),
-                inputs.len()
-            ),
-        ));
-    }
+    super::tracing::check_input_count(tape, inputs)?;
     match inputs
         .iter()
         .zip(&tape.inputs)

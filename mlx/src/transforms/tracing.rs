@@ -218,16 +218,7 @@ fn replay_with(
     inputs: &[Array],
     node: impl Fn(usize, &TapeEntry, Vec<Array>) -> Result<Vec<Array>>,
 ) -> Result<Vec<Array>> {
-    if inputs.len() != tape.inputs.len() {
-        return Err(Error::invalid(
-            "replay",
-            format!(
-                "expected {} inputs, found {}",
-                tape.inputs.len(),
-                inputs.len()
-            ),
-        ));
-    }
+    check_input_count(tape, inputs)?;
     let mut values: Vec<Vec<Array>> = Vec::with_capacity(tape.entries.len());
     let resolve = |r: &ValueRef, values: &Vec<Vec<Array>>| -> Result<Array> {
         let missing = || Error::Export(format!("tape refers to a missing value {r:?}"));
@@ -250,6 +241,21 @@ fn replay_with(
         values.push(node(k, e, ins)?);
     }
     tape.outputs.iter().map(|r| resolve(r, &values)).collect()
+}
+
+/// Errors unless `inputs` has one array per input of `tape`.
+pub(crate) fn check_input_count(tape: &Tape, inputs: &[Array]) -> Result<()> {
+    if inputs.len() == tape.inputs.len() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "replay",
+        format!(
+            "expected {} inputs, found {}",
+            tape.inputs.len(),
+            inputs.len()
+        ),
+    ))
 }
 
 /// `[float32 [2, 3], int32 []]`-style text for messages.

@@ -281,14 +281,7 @@ fn binary_donated<T: Element, U: Element>(
         // SAFETY: the caller checked T::DTYPE == U::DTYPE, so T and U are one type.
         unsafe { std::mem::transmute_copy::<U, T>(&f(x, y)) }
     };
-    for (donor, other, donor_first) in [(a, b, true), (b, a, false)] {
-        if donor.shape() != shape || std::ptr::eq(donor, other) {
-            continue;
-        }
-        let dother = other.data()?;
-        let Some(mut buf) = donor.try_donate() else {
-            continue;
-        };
+    if let Some((mut buf, dother, donor_first)) = donor(a, b, shape)? {
         // A strided `other` (a broadcast row) is copied row-major.
         let mut keep = Vec::new();
         let y = Operand::<T>::or_copy(&dother, shape, n, &mut keep);
@@ -311,6 +304,22 @@ fn binary_donated<T: Element, U: Element>(
             },
         );
         return Ok(Some(Data::contiguous(buf, shape)));
+    }
+    Ok(None)
+}
+
+/// The buffer of whichever of `a` and `b` can give it for an output of
+/// `shape` (it has that shape, is not the other operand, and nothing else
+/// holds it), the other operand's data, and whether the donor is `a`.
+fn donor(a: &Array, b: &Array, shape: &[i32]) -> Result<Option<(Buffer, Data, bool)>> {
+    for (donor, other, donor_first) in [(a, b, true), (b, a, false)] {
+        if donor.shape() != shape || std::ptr::eq(donor, other) {
+            continue;
+        }
+        let dother = other.data()?;
+        if let Some(buf) = donor.try_donate() {
+            return Ok(Some((buf, dother, donor_first)));
+        }
     }
     Ok(None)
 }
@@ -487,14 +496,7 @@ pub fn binary_f16(
         // SAFETY: `for_f16c_chunks` runs this only on a CPU with F16C.
         unsafe { f16c::zip(o, start, x, y, f) }
     }
-    for (donor, other, donor_first) in [(a, b, true), (b, a, false)] {
-        if donor.shape() != shape || std::ptr::eq(donor, other) {
-            continue;
-        }
-        let dother = other.data()?;
-        let Some(mut buf) = donor.try_donate() else {
-            continue;
-        };
+    if let Some((mut buf, dother, donor_first)) = donor(a, b, shape)? {
         let mut keep = Vec::new();
         let y = Half::from(Operand::<f16>::or_copy(&dother, shape, n, &mut keep));
         let o = &mut buf.as_mut_slice::<f16>().expect("heap buffer")[..n];

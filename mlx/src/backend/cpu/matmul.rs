@@ -156,6 +156,8 @@ fn one_row_gemv(
     // head) run together on one block of its columns at a time, so the
     // block is read from memory once and then from cache; blocks are the
     // parallel tasks.
+    // Each entry's row, gathered once if strided (a group reads it per block).
+    let xs: Vec<std::borrow::Cow<'_, [f32]>> = (0..a_off.len()).map(x_of).collect();
     let groups = same_offset_runs(&b_off);
     let cols = column_block(k, n);
     let blocks: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = groups
@@ -174,7 +176,7 @@ fn one_row_gemv(
                 n: c.len(),
                 ..w
             };
-            super::gemv::gemv(&x_of(i), &w, alpha, o);
+            super::gemv::gemv(&xs[i], &w, alpha, o);
         }
         part
     };
