@@ -9,8 +9,11 @@
 //! constants copies all of them at once (a call reads every constant of its
 //! graph anyway): one pass with every core into one region backed by huge
 //! pages, which costs a third of copying each constant as the graph reaches
-//! it, one core and 4 KiB page faults at a time. The copy lets go of the
-//! file's pages behind it, so the process holds each constant about once.
+//! it, one core and 4 KiB page faults at a time. The copy reads the open
+//! file (`pread`), so the file's pages are never mapped into the process:
+//! it holds each constant once, and skips a page fault per 64 KiB of the
+//! map. Without the file (or if a read fails) it copies from the map and
+//! lets go of the map's pages behind it.
 
 use super::{Buffer, BUFFER_ALIGN};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +30,8 @@ const PAGE: usize = 4096;
 /// The deferred regions of one mapped file, copied together.
 pub struct DeferredFile {
     map: Arc<memmap2::Mmap>,
+    /// The open file `map` maps, read by the copy when given.
+    file: Option<std::fs::File>,
     regions: Mutex<Vec<Region>>,
     /// Set once every region is registered (the import has read the whole
     /// file): from then on the first read copies them all.
@@ -50,9 +55,11 @@ struct Arena {
 }
 
 impl DeferredFile {
-    pub fn new(map: Arc<memmap2::Mmap>) -> Arc<DeferredFile> {
+    /// `file`: the open file that `map` maps, if the caller has it.
+    pub fn new(map: Arc<memmap2::Mmap>, file: Option<std::fs::File>) -> Arc<DeferredFile> {
         Arc::new(DeferredFile {
             map,
+            file,
             regions: Mutex::new(Vec::new()),
             sealed: AtomicBool::new(false),
             copy: OnceLock::new(),
@@ -138,11 +145,25 @@ impl DeferredFile {
     /// lets go of their file pages.
     fn copy_into(&self, r: Region, c: usize, dst: &mut [u8]) {
         let at = r.offset + c;
-        dst.copy_from_slice(&self.map[at..at + dst.len()]);
+        if !self.read_file(at, dst) {
+            dst.copy_from_slice(&self.map[at..at + dst.len()]);
+            self.release_source(at, dst.len());
+        }
         if r.bools {
             super::normalize_bools(dst);
         }
-        self.release_source(at, dst.len());
+    }
+
+    /// Fills `dst` from the file at `at`; false (nothing promised of
+    /// `dst`) without a file or when the read fails.
+    fn read_file(&self, at: usize, dst: &mut [u8]) -> bool {
+        #[cfg(unix)]
+        if let Some(file) = &self.file {
+            use std::os::unix::fs::FileExt;
+            return file.read_exact_at(dst, at as u64).is_ok();
+        }
+        let _ = (at, dst);
+        false
     }
 
     /// Region `index`'s bytes copied on their own, for a read before the
@@ -227,16 +248,37 @@ impl Deferred {
 mod tests {
     use super::*;
 
-    /// A mapped temporary file of `n` bytes, byte `i` = `i * 7 % 251`.
-    fn mapped(n: usize) -> Arc<memmap2::Mmap> {
-        let path = std::env::temp_dir().join(format!("mlx-deferred-{}", std::process::id()));
+    /// How the copy reaches the file's bytes in a test.
+    #[derive(Clone, Copy, Debug)]
+    enum Reader {
+        /// No file: copied from the map.
+        MapOnly,
+        /// The open file, read with `pread`.
+        File,
+        /// A handle that cannot be read (opened write-only): every read
+        /// fails and the copy falls back to the map.
+        Unreadable,
+    }
+
+    /// A mapped temporary file of `n` bytes, byte `i` = `i * 7 % 251`, and
+    /// the handle `reader` asks for.
+    fn mapped(n: usize, reader: Reader) -> (Arc<memmap2::Mmap>, Option<std::fs::File>) {
+        let path =
+            std::env::temp_dir().join(format!("mlx-deferred-{}-{reader:?}", std::process::id()));
         let bytes: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(&path, &bytes).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         // SAFETY: the file is ours and not changed while mapped.
         let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        let handle = match reader {
+            Reader::MapOnly => None,
+            Reader::File => Some(file),
+            Reader::Unreadable => {
+                Some(std::fs::OpenOptions::new().write(true).open(&path).unwrap())
+            }
+        };
         std::fs::remove_file(&path).ok();
-        Arc::new(map)
+        (Arc::new(map), handle)
     }
 
     fn expected(offset: usize, len: usize, bools: bool) -> Vec<u8> {
@@ -248,8 +290,14 @@ mod tests {
 
     #[test]
     fn the_first_read_after_sealing_copies_every_region_once() {
-        let map = mapped(3 * COPY_CHUNK + 999);
-        let file = DeferredFile::new(map);
+        for reader in [Reader::MapOnly, Reader::File, Reader::Unreadable] {
+            copies_every_region_once(reader);
+        }
+    }
+
+    fn copies_every_region_once(reader: Reader) {
+        let (map, handle) = mapped(3 * COPY_CHUNK + 999, reader);
+        let file = DeferredFile::new(map, handle);
         let specs = [
             (3, COPY_CHUNK + 5, false), // two copy tasks
             (COPY_CHUNK + 9, 17, true),

@@ -132,15 +132,16 @@ pub fn import_function_with(
     let path = path.as_ref();
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let src = if opts.mmap {
+    let (src, file) = if opts.mmap {
         // SAFETY: the mapping is read-only; see `ImportOptions::mmap` for the
         // caveat of a file modified while mapped.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        Source::Mapped(std::sync::Arc::new(map))
+        (Source::Mapped(std::sync::Arc::new(map)), Some(file))
     } else {
-        Source::Bytes(std::fs::read(path).map_err(|e| Error::io(path, e))?)
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        (Source::Bytes(bytes), None)
     };
-    import_source(src, name, opts)
+    import_source(src, file, name, opts)
 }
 
 /// Imports a file already in memory (embedded with `include_bytes!`, received
@@ -151,13 +152,20 @@ pub fn import_function_from_bytes(
     name: &str,
     opts: &ImportOptions,
 ) -> Result<ImportedFunction> {
-    import_source(Source::Bytes(bytes), name.to_string(), opts)
+    import_source(Source::Bytes(bytes), None, name.to_string(), opts)
 }
 
-fn import_source(src: Source, name: String, opts: &ImportOptions) -> Result<ImportedFunction> {
+/// `file`: the open file `src` maps, if any (MLX files' misaligned
+/// constants are read from it on first use).
+fn import_source(
+    src: Source,
+    file: Option<std::fs::File>,
+    name: String,
+    opts: &ImportOptions,
+) -> Result<ImportedFunction> {
     if !src.bytes().starts_with(native::MAGIC) {
         let table = match &src {
-            Source::Mapped(map) => super::mlx::decode_mapped(map, &name, opts.strict)?,
+            Source::Mapped(map) => super::mlx::decode_mapped(map, file, &name, opts.strict)?,
             Source::Bytes(b) => super::mlx::decode(b, &name, opts.strict)?,
         };
         check_table(&table, opts)?;

@@ -138,13 +138,15 @@ pub fn decode(bytes: &[u8], path: &str, strict: bool) -> Result<FunctionTable> {
 
 /// [`decode`] of a mapped file whose constants are not copied at import:
 /// each is read in place, or copied on first use when it is not aligned
-/// (all of the file's misaligned constants at once: `DeferredFile`).
+/// (all of the file's misaligned constants at once: `DeferredFile`, which
+/// reads them from `file`, the open file `map` maps, when given).
 pub fn decode_mapped(
     map: &std::sync::Arc<memmap2::Mmap>,
+    file: Option<std::fs::File>,
     path: &str,
     strict: bool,
 ) -> Result<FunctionTable> {
-    let file = DeferredFile::new(map.clone());
+    let file = DeferredFile::new(map.clone(), file);
     let table = decode_from(map, Some(&file), path, strict)?;
     file.seal();
     Ok(table)
