@@ -688,3 +688,62 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+/// Batched one-row half-precision products as a decode step makes them
+/// (grouped heads over a broadcast cache), large enough to be split over
+/// threads, with a last block of 6 columns: every output is MLX's sum in k
+/// order, for `W` stored with rows along k (`q @ K.T`) and k-major
+/// (`scores @ V`).
+#[test]
+fn batched_one_row_half_products_match_the_k_order_sums() {
+    let (k, n) = (600usize, 70usize);
+    let w: Vec<f32> = (0..3 * n * k)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0)
+        .collect();
+    let x: Vec<f32> = (0..2 * 3 * k)
+        .map(|i| ((i * 53 % 97) as f32 - 48.0) / 32.0)
+        .collect();
+    for dtype in [Dtype::Bfloat16, Dtype::Float16] {
+        let to_half: fn(f32) -> f32 = if dtype == Dtype::Bfloat16 {
+            |v| half::bf16::from_f32(v).to_f32()
+        } else {
+            |v| half::f16::from_f32(v).to_f32()
+        };
+        let half = |v: &[f32], shape: &[i32]| {
+            ops::astype(&Array::from_slice(v, shape).unwrap(), dtype).unwrap()
+        };
+        // x: 2 entries x 3 heads sharing one of 3 matrices (n x k each).
+        let xs = half(&x, &[2, 3, 1, 1, k as i32]);
+        let rows = half(&w, &[1, 3, 1, n as i32, k as i32]);
+        let rows = ops::broadcast_to(&rows, &[2, 3, 1, n as i32, k as i32]).unwrap();
+        let wk: Vec<f32> = (0..3 * k * n)
+            .map(|i| {
+                let (m, kk, j) = (i / (k * n), i / n % k, i % n);
+                w[(m * n + j) * k + kk]
+            })
+            .collect();
+        let k_major = half(&wk, &[1, 3, 1, k as i32, n as i32]);
+        let k_major = ops::broadcast_to(&k_major, &[2, 3, 1, k as i32, n as i32]).unwrap();
+        let xw: Vec<f32> = x.iter().map(|&v| to_half(v)).collect();
+        let ww: Vec<f32> = w.iter().map(|&v| to_half(v)).collect();
+        let want: Vec<f32> = (0..6)
+            .flat_map(|e| {
+                let m = e % 3;
+                half_row_reference(
+                    &xw[e * k..(e + 1) * k],
+                    &ww[m * n * k..(m + 1) * n * k],
+                    n,
+                    to_half,
+                )
+            })
+            .collect();
+        for (name, b) in [
+            ("rows along k", rows.transpose(&[0, 1, 2, 4, 3]).unwrap()),
+            ("k-major", k_major),
+        ] {
+            let got = ops::astype(&ops::matmul(&xs, &b).unwrap(), Dtype::Float32).unwrap();
+            assert_eq!(got.shape(), &[2, 3, 1, 1, n as i32]);
+            assert_eq!(got.to_vec::<f32>().unwrap(), want, "{dtype} {name}");
+        }
+    }
+}

@@ -37,6 +37,10 @@ use rayon::prelude::*;
 const BLOCK: usize = 16;
 /// Multiply-adds above which the blocks are spread over threads.
 const PAR_WORK: usize = 1 << 18;
+/// The same for one row per batch entry (a decode step's layers and
+/// attention), which streams two bytes of `b` per multiply-add: from 64 KiB
+/// of `b` read, two threads' bandwidth outweighs the hand-over.
+const PAR_WORK_ONE_ROW: usize = 1 << 15;
 /// Steps of k a kernel call takes (its group and panel slices, 12-16 KiB
 /// each, stay in L1).
 const KC: usize = 256;
@@ -157,6 +161,44 @@ fn addmm_typed<T: Operand>(
         }
         panel
     };
+    if m == 1 && c_in.is_none() {
+        // One row per batch entry (a decode step): each block's sums go
+        // straight into `dst`, with no per-block buffers to gather.
+        let one_block = |e: usize, j0: usize, out: &mut [T]| {
+            let mut sums = in_place((e, j0)).unwrap_or_else(|| {
+                let panel = panel_of((e, j0));
+                let fused = lhs_range.products_exact(&Magnitudes::of(&panel));
+                let mut sums = sweep(&lhs[e * k..(e + 1) * k], &[&panel], 1, k, fused);
+                sums.pop().expect("one panel")
+            });
+            let sums = &mut sums[..out.len()];
+            if alpha != 1.0 {
+                sums.iter_mut().for_each(|s| *s *= alpha);
+            }
+            narrow(sums, out);
+        };
+        let entries = dst.chunks_mut(n).enumerate();
+        if a_off.len() * n * k >= PAR_WORK_ONE_ROW {
+            let tasks: Vec<(usize, usize, &mut [T])> = entries
+                .flat_map(|(e, row)| {
+                    row.chunks_mut(BLOCK)
+                        .enumerate()
+                        .map(move |(b, out)| (e, b * BLOCK, out))
+                })
+                .collect();
+            tasks
+                .into_par_iter()
+                .with_min_len(4)
+                .for_each(|(e, j0, out)| one_block(e, j0, out));
+        } else {
+            for (e, row) in entries {
+                for (b, out) in row.chunks_mut(BLOCK).enumerate() {
+                    one_block(e, b * BLOCK, out);
+                }
+            }
+        }
+        return;
+    }
     // Task `t`'s sums, `rows x BLOCK` per block.
     let sums_of = |(e, i0, rows, b0, nb): (usize, usize, usize, usize, usize)| -> Vec<Vec<f32>> {
         let starts = (b0..b0 + nb).map(|b| (e, b * BLOCK));

@@ -39,7 +39,7 @@ pub struct QRows<'a, S> {
 /// Packed bytes per parallel task (whole rows; at least one row).
 const TASK_BYTES: usize = 32 << 10;
 /// Packed bytes below which the product stays on the calling thread.
-const PAR_BYTES: usize = 96 << 10;
+const PAR_BYTES: usize = 40 << 10;
 /// Words per block of the 2/4/8-bit kernel (one 256-bit vector).
 pub(super) const LANES: usize = 8;
 
