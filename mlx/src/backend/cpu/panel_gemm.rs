@@ -138,19 +138,18 @@ fn addmm_typed<T: Operand>(
     // place, rows along k or columns contiguous; None where it goes
     // through a panel. (k = 0 leaves nothing to read: the panel's scalar
     // loop does nothing.)
-    let in_place = |(e, j0): (usize, usize)| -> Option<Vec<f32>> {
+    let in_place = |(e, j0): (usize, usize)| -> Option<[f32; BLOCK]> {
         if m != 1 || BLOCK > n - j0 || k == 0 {
             return None;
         }
         let x = &lhs[e * k..(e + 1) * k];
-        let sums = if b_rs == 1 {
+        if b_rs == 1 {
             row_times_rows(b_src, k, column(e, j0), x)
         } else if columns_contiguous(j0) {
             row_times_columns(b_src, k, panel_row(e, j0), x)
         } else {
             None
-        };
-        sums.map(|s| s.to_vec())
+        }
     };
     // Block `j0`'s columns of `b`, widened into a `k x BLOCK` panel.
     let panel_of = |(e, j0): (usize, usize)| -> Vec<f32> {
@@ -168,8 +167,11 @@ fn addmm_typed<T: Operand>(
             let mut sums = in_place((e, j0)).unwrap_or_else(|| {
                 let panel = panel_of((e, j0));
                 let fused = lhs_range.products_exact(&Magnitudes::of(&panel));
-                let mut sums = sweep(&lhs[e * k..(e + 1) * k], &[&panel], 1, k, fused);
-                sums.pop().expect("one panel")
+                let swept = sweep(&lhs[e * k..(e + 1) * k], &[&panel], 1, k, fused);
+                swept[0]
+                    .as_slice()
+                    .try_into()
+                    .expect("one row of BLOCK sums")
             });
             let sums = &mut sums[..out.len()];
             if alpha != 1.0 {
@@ -202,6 +204,7 @@ fn addmm_typed<T: Operand>(
     // Task `t`'s sums, `rows x BLOCK` per block.
     let sums_of = |(e, i0, rows, b0, nb): (usize, usize, usize, usize, usize)| -> Vec<Vec<f32>> {
         let starts = (b0..b0 + nb).map(|b| (e, b * BLOCK));
+        let in_place = |start| in_place(start).map(|s| s.to_vec());
         if let Some(sums) = starts.clone().map(in_place).collect::<Option<Vec<_>>>() {
             return sums;
         }
