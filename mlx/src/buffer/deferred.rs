@@ -162,7 +162,8 @@ impl DeferredFile {
             use std::os::unix::fs::FileExt;
             return file.read_exact_at(dst, at as u64).is_ok();
         }
-        let _ = (at, dst);
+        #[cfg(not(unix))]
+        let _ = (&self.file, at, dst);
         false
     }
 

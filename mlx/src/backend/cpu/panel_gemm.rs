@@ -160,14 +160,27 @@ fn addmm_typed<T: Operand>(
         }
         panel
     };
+    // The sums of rows `i0..i0 + rows` of entry `e` over the blocks at
+    // `starts`, each widened into a panel and swept.
+    let through_panels = |e: usize,
+                          i0: usize,
+                          rows: usize,
+                          starts: &mut dyn Iterator<Item = (usize, usize)>|
+     -> Vec<Vec<f32>> {
+        let panels: Vec<Vec<f32>> = starts.map(panel_of).collect();
+        let panels: Vec<&[f32]> = panels.iter().map(|p| p.as_slice()).collect();
+        let fused = panels
+            .iter()
+            .all(|p| lhs_range.products_exact(&Magnitudes::of(p)));
+        let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
+        sweep(lhs, &panels, rows, k, fused)
+    };
     if m == 1 && c_in.is_none() {
         // One row per batch entry (a decode step): each block's sums go
         // straight into `dst`, with no per-block buffers to gather.
         let one_block = |e: usize, j0: usize, out: &mut [T]| {
             let mut sums = in_place((e, j0)).unwrap_or_else(|| {
-                let panel = panel_of((e, j0));
-                let fused = lhs_range.products_exact(&Magnitudes::of(&panel));
-                let swept = sweep(&lhs[e * k..(e + 1) * k], &[&panel], 1, k, fused);
+                let swept = through_panels(e, 0, 1, &mut std::iter::once((e, j0)));
                 swept[0]
                     .as_slice()
                     .try_into()
@@ -203,18 +216,12 @@ fn addmm_typed<T: Operand>(
     }
     // Task `t`'s sums, `rows x BLOCK` per block.
     let sums_of = |(e, i0, rows, b0, nb): (usize, usize, usize, usize, usize)| -> Vec<Vec<f32>> {
-        let starts = (b0..b0 + nb).map(|b| (e, b * BLOCK));
+        let mut starts = (b0..b0 + nb).map(|b| (e, b * BLOCK));
         let in_place = |start| in_place(start).map(|s| s.to_vec());
         if let Some(sums) = starts.clone().map(in_place).collect::<Option<Vec<_>>>() {
             return sums;
         }
-        let panels: Vec<Vec<f32>> = starts.map(panel_of).collect();
-        let panels: Vec<&[f32]> = panels.iter().map(|p| p.as_slice()).collect();
-        let fused = panels
-            .iter()
-            .all(|p| lhs_range.products_exact(&Magnitudes::of(p)));
-        let lhs = &lhs[(e * m + i0) * k..(e * m + i0 + rows) * k];
-        sweep(lhs, &panels, rows, k, fused)
+        through_panels(e, i0, rows, &mut starts)
     };
     // One block's `rows x width` outputs (columns from `j0`) from its sums,
     // in the output type.
