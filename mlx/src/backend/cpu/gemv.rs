@@ -68,7 +68,12 @@ fn row_along_k<'a>(w: &Strided<'a>, j: usize) -> &'a [f32] {
 }
 
 /// `acc += x[rows] @ W[rows, :]`, four rows per sweep over `acc`.
-fn accumulate_rows(x: &[f32], w: &Strided<'_>, rows: std::ops::Range<usize>, acc: &mut [f32]) {
+pub(super) fn accumulate_rows(
+    x: &[f32],
+    w: &Strided<'_>,
+    rows: std::ops::Range<usize>,
+    acc: &mut [f32],
+) {
     let mut i = rows.start;
     #[cfg(target_arch = "x86_64")]
     if let Some(axpy4) = lanes::axpy4() {
@@ -132,7 +137,7 @@ fn columns_contiguous(x: &[f32], w: &Strided<'_>, out: &mut [f32]) {
 
 /// `out[i] = x . W[j0 + i, :]` for `W`'s rows contiguous along k (in any
 /// summation order: MLX leaves a float32 product's order to BLAS).
-fn dots(x: &[f32], w: &Strided<'_>, j0: usize, out: &mut [f32]) {
+pub(super) fn dots(x: &[f32], w: &Strided<'_>, j0: usize, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(dot4) = lanes::dot4() {
         for (q, o) in out.chunks_mut(4).enumerate() {

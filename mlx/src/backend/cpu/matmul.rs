@@ -153,61 +153,82 @@ fn one_row_gemv(
     }
     // Many entries. Entries that read the same matrix (a broadcast batch
     // axis: grouped-query attention's query heads sharing a key/value
-    // head) run together on one block of its columns at a time, so the
-    // block is read from memory once and then from cache; blocks are the
-    // parallel tasks.
-    // Each entry's row, gathered once if strided (a group reads it per block).
+    // head) run together over one stretch of its memory at a time, so the
+    // stretch comes from memory once, in address order, and then from
+    // cache; stretches are the parallel tasks. (A decode step's key/value
+    // caches are cold: the weights streamed through the cache since the
+    // last step, so reading them in order matters most.)
+    // Each entry's row, gathered once if strided (a group reads it per stretch).
     let xs: Vec<std::borrow::Cow<'_, [f32]>> = (0..a_off.len()).map(x_of).collect();
     let groups = same_offset_runs(&b_off);
-    let cols = column_block(k, n);
-    let blocks: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = groups
+    // W's rows (k) lie one after another when they are contiguous, else
+    // its columns (n) do: stretches split that axis.
+    let along_k = w.col_stride == 1;
+    let (len, other) = if along_k { (k, n) } else { (n, k) };
+    let per = (STRETCH_BYTES / (4 * other.max(1))).clamp(SUB_STRETCH, len.max(SUB_STRETCH));
+    let tasks: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = groups
         .iter()
         .flat_map(|g| {
-            (0..n)
-                .step_by(cols)
-                .map(move |c| (g.clone(), c..(c + cols).min(n)))
+            (0..len)
+                .step_by(per)
+                .map(move |s| (g.clone(), s..(s + per).min(len)))
         })
         .collect();
-    let run = |(g, c): &(std::ops::Range<usize>, std::ops::Range<usize>)| -> Vec<f32> {
-        let mut part = vec![0f32; g.len() * c.len()];
-        for (i, o) in g.clone().zip(part.chunks_mut(c.len())) {
-            let w = super::gemv::Strided {
-                offset: (b_off[i] + c.start as isize * w.col_stride) as usize,
-                n: c.len(),
-                ..w
-            };
-            super::gemv::gemv(&xs[i], &w, alpha, o);
+    // A task's sums for its group's entries, `g.len()` rows: partial sums
+    // over its rows of W (n each), or the sums of its columns.
+    let run = |(g, part): &(std::ops::Range<usize>, std::ops::Range<usize>)| -> Vec<f32> {
+        let width = if along_k { n } else { part.len() };
+        let mut sums = vec![0f32; g.len() * width];
+        let base = super::gemv::Strided {
+            offset: b_off[g.start] as usize,
+            ..w
+        };
+        // Sub-stretches stay in the first-level cache while every entry
+        // of the group reads them.
+        for sub in part.clone().step_by(SUB_STRETCH) {
+            let sub = sub..(sub + SUB_STRETCH).min(part.end);
+            for (i, o) in g.clone().zip(sums.chunks_mut(width)) {
+                if along_k {
+                    super::gemv::accumulate_rows(&xs[i], &base, sub.clone(), o);
+                } else {
+                    let o = &mut o[sub.start - part.start..sub.end - part.start];
+                    super::gemv::dots(&xs[i], &base, sub.start, o);
+                }
+            }
         }
-        part
+        sums
     };
     let parts: Vec<Vec<f32>> = if a_off.len() * k * n >= super::gemv::PAR_WORK_DOTS {
-        blocks.par_iter().map(run).collect()
+        tasks.par_iter().map(run).collect()
     } else {
-        blocks.iter().map(run).collect()
+        tasks.iter().map(run).collect()
     };
-    for ((g, c), part) in blocks.iter().zip(&parts) {
-        for (i, p) in g.clone().zip(part.chunks(c.len())) {
-            dst[i * n + c.start..i * n + c.end].copy_from_slice(p);
+    if along_k {
+        dst.fill(0.0);
+    }
+    for ((g, part), sums) in tasks.iter().zip(&parts) {
+        let width = sums.len() / g.len();
+        for (i, p) in g.clone().zip(sums.chunks(width)) {
+            let row = &mut dst[i * n..(i + 1) * n];
+            if along_k {
+                // Partial sums over stretches of rows, added in order.
+                row.iter_mut().zip(p).for_each(|(o, &v)| *o += v);
+            } else {
+                row[part.clone()].copy_from_slice(p);
+            }
         }
+    }
+    if alpha != 1.0 {
+        dst.iter_mut().for_each(|o| *o *= alpha);
     }
     true
 }
 
-/// Bytes of a matrix block that stay in the first-level cache while every
-/// entry of a group reads it.
-const BLOCK_BYTES: usize = 32 << 10;
-
-/// Columns per block of a `k x n` float32 matrix: the block's bytes fit
-/// [`BLOCK_BYTES`], in multiples of 16 (a vector), at least 16. Each
-/// output's sum is the same whichever block it is in.
-fn column_block(k: usize, n: usize) -> usize {
-    let fit = BLOCK_BYTES / (4 * k.max(1));
-    if fit >= n {
-        n
-    } else {
-        (fit / 16 * 16).max(16)
-    }
-}
+/// Bytes of a matrix one task of a shared one-row product reads.
+const STRETCH_BYTES: usize = 32 << 10;
+/// Rows (or columns) of a stretch that every entry of a group reads in
+/// turn while they stay in the first-level cache.
+const SUB_STRETCH: usize = 16;
 
 /// Runs of consecutive equal values, as index ranges.
 fn same_offset_runs(offsets: &[isize]) -> Vec<std::ops::Range<usize>> {
