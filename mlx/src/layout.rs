@@ -199,8 +199,16 @@ pub fn gather_range<T: Element>(data: &Data, shape: &[i32], start: usize, out: &
     let mut k = 0;
     while k < out.len() {
         let run = (last - idx[nd - 1]).min(out.len() - k);
-        for (i, o) in out[k..k + run].iter_mut().enumerate() {
-            *o = src[(off + i as isize * stride) as usize];
+        let dst = &mut out[k..k + run];
+        match stride {
+            // A contiguous run is one copy, a broadcast one a fill.
+            1 => dst.copy_from_slice(&src[off as usize..off as usize + run]),
+            0 => dst.fill(src[off as usize]),
+            _ => {
+                for (i, o) in dst.iter_mut().enumerate() {
+                    *o = src[(off + i as isize * stride) as usize];
+                }
+            }
         }
         k += run;
         // Step past the run, then carry into the outer axes like an odometer.

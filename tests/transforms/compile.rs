@@ -145,8 +145,9 @@ fn a_shared_intermediate_is_kept_and_the_rest_still_fuses() {
 
 #[test]
 fn chains_whose_steps_lack_chunk_kernels_take_the_array_path_and_agree_with_eager() {
-    // Add/Multiply run on raw chunks; Exp and Less do not, so these chains
-    // use the general path for every chunk (20,003 elements: 3 chunks).
+    // Add/Multiply and float32 Exp run on raw chunks; Less does not, so
+    // the chain through it uses the general path for every chunk (20,003
+    // elements: 3 chunks).
     let n = 20_003;
     let a = Array::from_slice(&ramp(n, 0.01), &[n as i32]).unwrap();
     let b = Array::from_slice(&ramp(n, -0.02), &[n as i32]).unwrap();
@@ -165,4 +166,58 @@ fn chains_whose_steps_lack_chunk_kernels_take_the_array_path_and_agree_with_eage
         got[1].to_vec::<bool>().unwrap(),
         want[1].to_vec::<bool>().unwrap()
     );
+}
+
+/// Float32 unary math (sqrt, rsqrt, sigmoid, exp, sin) runs on raw chunks
+/// inside a fused chain, also on a value broadcast with strides on its
+/// length-1 axes; the results are eager's bits, and the closed form's.
+/// A bfloat16 chain (no chunk kernel) agrees with eager too.
+#[test]
+fn float32_unary_math_in_a_fused_chain_matches_eager_bit_for_bit() {
+    let n = 9_000; // two chunks
+    let v: Vec<f32> = ramp(n, 0.01).iter().map(|x| x + 0.6).collect();
+    let x = Array::from_slice(&v, &[1, 1, n as i32]).unwrap();
+    // One value seen as [1, 1, n]: strides (1, 1, 0).
+    let eps = ops::broadcast_to(
+        &Array::from_slice(&[1e-5f32], &[1, 1, 1]).unwrap(),
+        &[1, 1, n as i32],
+    )
+    .unwrap();
+    let f = |a: &[Array]| -> mlx::Result<Vec<Array>> {
+        let s = ops::sqrt(&ops::add(&ops::multiply(&a[0], &a[0])?, &a[1])?)?;
+        let r = ops::rsqrt(&ops::add(&s, &a[1])?)?;
+        let g = ops::multiply(&ops::sigmoid(&a[0])?, &a[0])?;
+        let e = ops::add(&ops::exp(&a[0])?, &ops::sin(&a[0])?)?;
+        Ok(vec![s, r, g, e])
+    };
+    let want = f(&[x.clone(), eps.clone()]).unwrap();
+    let got = compile(f)(&[x, eps]).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        let (g, w) = (g.to_vec::<f32>().unwrap(), w.to_vec::<f32>().unwrap());
+        assert!(g.iter().zip(&w).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+    let s = got[0].to_vec::<f32>().unwrap();
+    for (i, &xi) in v.iter().enumerate() {
+        assert_eq!(s[i], (xi * xi + 1e-5).sqrt(), "element {i}");
+    }
+
+    let h = ops::astype(
+        &Array::from_slice(&v, &[n as i32]).unwrap(),
+        mlx::Dtype::Bfloat16,
+    )
+    .unwrap();
+    let f = |a: &[Array]| -> mlx::Result<Vec<Array>> {
+        Ok(vec![ops::sqrt(&ops::multiply(&a[0], &a[0])?)?])
+    };
+    let want = ops::astype(
+        &f(std::slice::from_ref(&h)).unwrap()[0],
+        mlx::Dtype::Float32,
+    )
+    .unwrap();
+    let got = ops::astype(
+        &compile(f)(std::slice::from_ref(&h)).unwrap()[0],
+        mlx::Dtype::Float32,
+    )
+    .unwrap();
+    assert_eq!(got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
 }

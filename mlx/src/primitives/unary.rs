@@ -6,11 +6,13 @@
 use super::expect_inputs;
 use super::grad::{constant, elementwise_rules, linear_rules, unbroadcast, Partial};
 use crate::backend::cpu::cast::Cast;
-use crate::backend::cpu::elementwise::{convert_f16, unary, unary_f16, unary_f16_rounding_twice};
+use crate::backend::cpu::elementwise::{
+    convert_f16, unary, unary_chunk, unary_f16, unary_f16_rounding_twice,
+};
 use crate::backend::cpu::f16c;
 use crate::backend::cpu::math::{self, complex};
 use crate::backend::cpu::num::{Float, Num};
-use crate::primitive::Spec;
+use crate::primitive::{ChunkRef, Spec};
 use crate::{dispatch_dtype, ops, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
 
@@ -134,6 +136,23 @@ where
     }
 }
 
+/// A float32 chunk of a fused chain through `f` (the chain's
+/// [`Primitive::eval_chunk`]); other dtypes take the array path.
+#[inline(always)]
+fn f32_chunk(
+    ins: &[ChunkRef],
+    out: &mut [u8],
+    dtype: Dtype,
+    f: impl Fn(f32) -> f32,
+) -> Option<Result<()>> {
+    let [a] = ins else { return None };
+    if a.dtype != Dtype::Float32 || dtype != Dtype::Float32 {
+        return None;
+    }
+    unary_chunk::<f32, f32>(*a, out, f);
+    Some(Ok(()))
+}
+
 /// Defines a floating-point unary primitive from its f32, f64 and complex functions.
 macro_rules! float_unary {
     ($(#[$doc:meta])* $name:ident, $accepts:expr, $f32:expr, $f64:expr, $c64:expr, $partial:expr) => {
@@ -150,6 +169,9 @@ macro_rules! float_unary {
             fn eval(&self, inputs: &[Array], out: &[Spec]) -> Result<Vec<Data>> {
                 let k = FloatFn { f32: $f32, f64: $f64, c64: $c64 };
                 Ok(vec![float_map(stringify!($name), &inputs[0], &out[0], &k)?])
+            }
+            fn eval_chunk(&self, ins: &[ChunkRef], out: &mut [u8], dtype: Dtype) -> Option<Result<()>> {
+                f32_chunk(ins, out, dtype, $f32)
             }
             elementwise_rules!($partial);
         }
@@ -388,6 +410,13 @@ impl Primitive for Sqrt {
         };
         Ok(vec![d])
     }
+    fn eval_chunk(&self, ins: &[ChunkRef], out: &mut [u8], dtype: Dtype) -> Option<Result<()>> {
+        if self.recip {
+            f32_chunk(ins, out, dtype, |x| 1.0 / x.sqrt())
+        } else {
+            f32_chunk(ins, out, dtype, f32::sqrt)
+        }
+    }
     // sqrt: dx / (2 y); rsqrt: -dx y / (2 x).
     elementwise_rules!(|p, _, x, y| {
         if p.recip {
@@ -449,6 +478,9 @@ impl Primitive for Sigmoid {
             }
         };
         Ok(vec![d])
+    }
+    fn eval_chunk(&self, ins: &[ChunkRef], out: &mut [u8], dtype: Dtype) -> Option<Result<()>> {
+        f32_chunk(ins, out, dtype, math::sigmoid_f32)
     }
     elementwise_rules!(|_, _, _, y| times(|| ops::multiply(
         y,

@@ -134,11 +134,11 @@ impl Fused {
         dst: &mut [u8],
     ) -> Option<Result<()>> {
         let len = specs.last()?.size();
-        let is_scalar = |d: &Data| d.strides.iter().all(|&s| s == 0);
+        let is_scalar = |i: usize| one_value(&inputs[i], &datas[i]);
         // Strided inputs are gathered first; the others are read in place.
         let mut gathered: Vec<Option<Data>> = Vec::with_capacity(inputs.len());
-        for (a, d) in inputs.iter().zip(datas) {
-            gathered.push(if is_scalar(d) || d.is_row_contiguous(a.shape()) {
+        for (i, (a, d)) in inputs.iter().zip(datas).enumerate() {
+            gathered.push(if is_scalar(i) || d.is_row_contiguous(a.shape()) {
                 None
             } else {
                 match chunk_view(a, d, start, len).data() {
@@ -151,7 +151,7 @@ impl Fused {
             let es = inputs[i].dtype().size();
             let (d, off, scalar) = match &gathered[i] {
                 Some(g) => (g, 0, false),
-                None if is_scalar(&datas[i]) => (&datas[i], datas[i].offset, true),
+                None if is_scalar(i) => (&datas[i], datas[i].offset, true),
                 None => (&datas[i], datas[i].offset + start, false),
             };
             let n = if scalar { 1 } else { len };
@@ -221,12 +221,21 @@ impl Fused {
     }
 }
 
+/// Whether `a` (with data `d`) is one value broadcast: every axis longer
+/// than 1 has stride 0 (a stride on a length-1 axis never moves).
+fn one_value(a: &Array, d: &Data) -> bool {
+    a.shape()
+        .iter()
+        .zip(&d.strides)
+        .all(|(&n, &s)| s == 0 || n == 1)
+}
+
 /// A 1-D view of elements `[start, start + len)` (row-major order) of `a`,
 /// which has the fused output's shape: zero-copy when `a` is dense or a
 /// broadcast scalar, else a gathered copy.
 fn chunk_view(a: &Array, d: &Data, start: usize, len: usize) -> Array {
     let spec = Spec::new([len as i32], a.dtype());
-    if d.strides.iter().all(|&s| s == 0) {
+    if one_value(a, d) {
         return Array::from_data_unchecked(
             Data {
                 buffer: d.buffer.clone(),

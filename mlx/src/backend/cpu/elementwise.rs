@@ -191,6 +191,20 @@ pub fn binary_chunk<T: Element, U: Element>(
     zip_chunk(o, 0, Operand::of_chunk(a), Operand::of_chunk(b), &f)
 }
 
+/// `out = f(a)` over one chunk of a fused chain (see [`ChunkRef`]),
+/// compiled with AVX2 + FMA when the CPU has them (callers mark `f`
+/// `#[inline(always)]`, as for [`unary`]).
+pub fn unary_chunk<T: Element, U: Element>(a: ChunkRef, out: &mut [u8], f: impl Fn(T) -> U) {
+    let o = cast_bytes_mut::<U>(out);
+    with_fma(
+        #[inline(always)]
+        || match Operand::of_chunk(a) {
+            Operand::Dense(x) => o.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x)),
+            Operand::Scalar(x) => o.fill(f(x)),
+        },
+    )
+}
+
 /// `o[i] = f(x[i], y[i])` over one chunk starting at element `start`.
 #[inline(always)]
 fn zip_chunk<T: Element, U: Element>(
