@@ -73,8 +73,15 @@ impl DeferredFile {
 
     /// Marks the file's regions complete: the next first read copies them
     /// all. (A region read before this is copied on its own.)
+    ///
+    /// It also lets go of the map's pages the import's reads brought in:
+    /// each record read maps the 64 KiB around it (the kernel's
+    /// fault-around), ~28 MB of a llama's file that would stay in the
+    /// process beside the copies. Constants read in place fault theirs
+    /// back in when used.
     pub fn seal(&self) {
         self.sealed.store(true, Ordering::Release);
+        self.release_source(0, self.map.len());
     }
 
     fn register(&self, region: Region) -> usize {
