@@ -153,18 +153,8 @@ pub fn to_contiguous_vec<T: Element>(data: &Data, shape: &[i32]) -> Vec<T> {
     if data.is_row_contiguous(shape) {
         return src[data.offset..data.offset + n].to_vec();
     }
-    let mut out = Vec::with_capacity(n);
-    for_each_row(
-        shape,
-        &data.strides,
-        data.offset,
-        |base, len, stride| match stride {
-            // A contiguous row is one copy, a broadcast one a fill.
-            1 => out.extend_from_slice(&src[base as usize..base as usize + len]),
-            0 => out.extend(std::iter::repeat_n(src[base as usize], len)),
-            _ => out.extend((0..len as isize).map(|i| src[(base + i * stride) as usize])),
-        },
-    );
+    let mut out = vec![T::default(); n];
+    gather_range(data, shape, 0, &mut out);
     out
 }
 

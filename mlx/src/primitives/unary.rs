@@ -401,7 +401,7 @@ impl Primitive for Sqrt {
             Dtype::Bfloat16 => unary::<bf16, bf16>(a, o, rsqrt_half)?,
             _ => {
                 let k = FloatFn {
-                    f32: |x: f32| 1.0 / x.sqrt(),
+                    f32: recip_sqrt,
                     f64: |x: f64| 1.0 / x.sqrt(),
                     c64: Some(|z| math::complex_div(Complex64::new(1.0, 0.0), complex::sqrt(z))),
                 };
@@ -412,7 +412,7 @@ impl Primitive for Sqrt {
     }
     fn eval_chunk(&self, ins: &[ChunkRef], out: &mut [u8], dtype: Dtype) -> Option<Result<()>> {
         if self.recip {
-            f32_chunk(ins, out, dtype, |x| 1.0 / x.sqrt())
+            f32_chunk(ins, out, dtype, recip_sqrt)
         } else {
             f32_chunk(ins, out, dtype, f32::sqrt)
         }
@@ -426,6 +426,11 @@ impl Primitive for Sqrt {
             Ok(Partial::Over(ops::multiply(y, &constant(2.0, y))?))
         }
     });
+}
+
+/// `1 / sqrt(x)` in float32: MLX's two operations, each rounded.
+fn recip_sqrt(x: f32) -> f32 {
+    1.0 / x.sqrt()
 }
 
 /// `1 / sqrt(x)` in a half type: both operations rounded to the type.

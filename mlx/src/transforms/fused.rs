@@ -134,11 +134,17 @@ impl Fused {
         dst: &mut [u8],
     ) -> Option<Result<()>> {
         let len = specs.last()?.size();
-        let is_scalar = |i: usize| one_value(&inputs[i], &datas[i]);
+        // Which inputs are one value, decided once per chunk (each step
+        // reading an input asks).
+        let scalars: Vec<bool> = inputs
+            .iter()
+            .zip(datas)
+            .map(|(a, d)| one_value(a, d))
+            .collect();
         // Strided inputs are gathered first; the others are read in place.
         let mut gathered: Vec<Option<Data>> = Vec::with_capacity(inputs.len());
         for (i, (a, d)) in inputs.iter().zip(datas).enumerate() {
-            gathered.push(if is_scalar(i) || d.is_row_contiguous(a.shape()) {
+            gathered.push(if scalars[i] || d.is_row_contiguous(a.shape()) {
                 None
             } else {
                 match chunk_view(a, d, start, len).data() {
@@ -151,7 +157,7 @@ impl Fused {
             let es = inputs[i].dtype().size();
             let (d, off, scalar) = match &gathered[i] {
                 Some(g) => (g, 0, false),
-                None if is_scalar(i) => (&datas[i], datas[i].offset, true),
+                None if scalars[i] => (&datas[i], datas[i].offset, true),
                 None => (&datas[i], datas[i].offset + start, false),
             };
             let n = if scalar { 1 } else { len };
