@@ -8,6 +8,7 @@ use super::Format;
 use crate::trace_flag::is_tracing;
 use crate::transforms::fuse::fuse;
 use crate::transforms::hoist::hoist;
+use crate::transforms::recognize::recognize;
 use crate::transforms::simplify::merge_repeated;
 use crate::transforms::tape_call::CallPlan;
 use crate::transforms::tracing::{replay, replay_recorded};
@@ -225,6 +226,7 @@ impl ImportedFunction {
                     // merging it is what `compile` does before fusing
                     // (without reading constants: imports stay lazy).
                     merge_repeated(&mut t);
+                    recognize(&mut t, &table.constants);
                     fuse(&mut t, &table.constants);
                     let checked = check_recorded_specs(&t, &table.constants).is_ok();
                     (t, checked)
@@ -522,6 +524,53 @@ mod tests {
         );
         let plan = g.plans[0].get().unwrap();
         assert!(plan.constants().len() > g.table.constants.len());
+    }
+
+    /// The llama's rms norms (2 layers x 2 and the final one) and ropes (2
+    /// layers x q and k), decomposed as MLX's CPU build records them, run as
+    /// recognised kernels in every trace, and each call gives the bits of
+    /// the file's own graph.
+    #[test]
+    fn recognised_norms_and_ropes_give_the_bits_of_the_files_graph() {
+        use crate::ops;
+        use crate::transforms::tracing::replay_recorded;
+        let f = super::import_function(LLAMA).unwrap();
+        for (i, tape) in f.runnable.iter().enumerate() {
+            let run = names(tape);
+            let count = |name: &str| run.iter().filter(|&&n| n == name).count();
+            assert_eq!(count("RecognizedRMSNorm"), 5, "trace {i}");
+            assert_eq!(count("RecognizedRoPE"), 4, "trace {i}");
+            assert_eq!(count("Square") + count("Sqrt") + count("Concatenate"), 0);
+            let args: Vec<crate::Array> = tape
+                .inputs
+                .iter()
+                .map(|s| {
+                    let n = s.size();
+                    if s.dtype == crate::Dtype::Int32 {
+                        let v: Vec<i32> = (0..n as i32).map(|j| (j * 37 + 5) % 300).collect();
+                        let v = if s.shape.is_empty() { vec![3] } else { v };
+                        crate::Array::from_slice(&v, &s.shape).unwrap()
+                    } else {
+                        let v: Vec<f32> = (0..n).map(|j| (j as f32 * 0.37).sin()).collect();
+                        crate::Array::from_slice(&v, &s.shape).unwrap()
+                    }
+                })
+                .collect();
+            let got = f.call(&args).unwrap();
+            let file = replay_recorded(&f.table.functions[i], &f.table.constants, &args).unwrap();
+            crate::eval(&got).unwrap();
+            crate::eval(&file).unwrap();
+            for (g, w) in got.iter().zip(&file) {
+                assert_eq!(g.spec(), w.spec());
+                let bits = |a: &crate::Array| {
+                    ops::view(a, crate::Dtype::Uint32)
+                        .unwrap()
+                        .to_vec::<u32>()
+                        .unwrap()
+                };
+                assert_eq!(bits(g), bits(w), "trace {i}");
+            }
+        }
     }
 
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once

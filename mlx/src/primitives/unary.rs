@@ -429,7 +429,7 @@ impl Primitive for Sqrt {
 }
 
 /// `1 / sqrt(x)` in float32: MLX's two operations, each rounded.
-fn recip_sqrt(x: f32) -> f32 {
+pub(crate) fn recip_sqrt(x: f32) -> f32 {
     1.0 / x.sqrt()
 }
 

@@ -363,7 +363,7 @@ impl Primitive for Fused {
 
     /// The steps as plain primitives: what transforms differentiate.
     fn fallback(&self, inputs: &[Array]) -> Option<Result<Vec<Array>>> {
-        Some(self.unfused(inputs))
+        Some(replay_steps("Compiled", &self.steps, inputs))
     }
 
     fn is_equivalent(&self, _other: &dyn Primitive) -> bool {
@@ -371,26 +371,23 @@ impl Primitive for Fused {
     }
 }
 
-impl Fused {
-    /// The chain rebuilt on `inputs` one plain node per step.
-    fn unfused(&self, inputs: &[Array]) -> Result<Vec<Array>> {
-        let mut results: Vec<Array> = Vec::with_capacity(self.steps.len());
-        for (p, ops) in self.steps.iter() {
-            let args = ops
-                .iter()
-                .map(|o| match *o {
-                    Operand::Input(i) => inputs.get(i).cloned().ok_or_else(|| {
-                        Error::invalid(
-                            "Compiled",
-                            format!("a step reads input {i} of {}", inputs.len()),
-                        )
-                    }),
-                    Operand::Step(j) => Ok(results[j].clone()),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let mut out = Array::from_primitive_multi(p.clone(), args)?;
-            results.push(out.remove(0));
-        }
-        Ok(results.pop().into_iter().collect())
+/// `steps` rebuilt on `inputs` one plain node per step (the fallback of a
+/// node that runs several primitives as one); `name` is the node's, for
+/// errors. Returns the last step's result.
+pub(super) fn replay_steps(name: &str, steps: &[Step], inputs: &[Array]) -> Result<Vec<Array>> {
+    let mut results: Vec<Array> = Vec::with_capacity(steps.len());
+    for (p, ops) in steps {
+        let args = ops
+            .iter()
+            .map(|o| match *o {
+                Operand::Input(i) => inputs.get(i).cloned().ok_or_else(|| {
+                    Error::invalid(name, format!("a step reads input {i} of {}", inputs.len()))
+                }),
+                Operand::Step(j) => Ok(results[j].clone()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Array::from_primitive_multi(p.clone(), args)?;
+        results.push(out.remove(0));
     }
+    Ok(results.pop().into_iter().collect())
 }

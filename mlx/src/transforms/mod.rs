@@ -7,6 +7,8 @@ mod eval;
 pub mod fuse;
 pub mod fused;
 pub mod hoist;
+pub mod recognize;
+pub mod recognized;
 pub mod simplify;
 pub mod tape;
 pub mod tape_call;

@@ -1,0 +1,286 @@
+//! Recognition of the graphs MLX's CPU build records for `fast.rms_norm`
+//! and `fast.rope` (it exports their decomposition, not the fused
+//! primitives): each such subgraph of an imported float32 trace becomes one
+//! [`Recognized`] entry whose kernel does the same arithmetic, operation
+//! for operation, in one pass. The results are the bits the plain entries
+//! give; what goes is the dispatch and the intermediate arrays of a dozen
+//! small kernels per layer, which a decode step pays with cold caches.
+//!
+//! Matched only where every intermediate has no other reader, so no work
+//! is done twice and the entries the kernel replaces can be dropped.
+
+use super::fused::{Operand, Step};
+use super::recognized::{Kind, Recognized};
+use super::tape::{spec_of_ref, Tape, TapeEntry, ValueRef};
+use crate::primitives::reduce::{Reduce, ReduceType};
+use crate::primitives::shape::{Broadcast, Concatenate, Slice};
+use crate::primitives::unary::Sqrt;
+use crate::{Array, Dtype};
+
+/// Rewrites the rms-norm and rope subgraphs of `tape` as [`Recognized`]
+/// entries (before `fuse`, which would otherwise take their element-wise
+/// steps apart into chains).
+pub fn recognize(tape: &mut Tape, constants: &[Array]) {
+    let mut readers = vec![0usize; tape.entries.len()];
+    for r in tape
+        .entries
+        .iter()
+        .flat_map(|e| &e.inputs)
+        .chain(&tape.outputs)
+    {
+        if let ValueRef::Entry { entry, .. } = *r {
+            readers[entry] += 1;
+        }
+    }
+    let g = Graph {
+        tape,
+        constants,
+        readers: &readers,
+    };
+    let found: Vec<(usize, TapeEntry)> = (0..tape.entries.len())
+        .filter_map(|k| {
+            let (kind, ext, interior) = g.rms_norm(k).or_else(|| g.rope(k))?;
+            Some((k, g.entry_for(kind, ext, interior)))
+        })
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    for (k, e) in found {
+        tape.entries[k] = e;
+    }
+    super::simplify::remove_dead(tape);
+}
+
+/// A match: the kernel, its inputs in the kernel's order, and the entries
+/// it replaces (the root last).
+type Match = (Kind, Vec<ValueRef>, Vec<usize>);
+
+/// The tape read-only, with each entry's number of readers.
+struct Graph<'a> {
+    tape: &'a Tape,
+    constants: &'a [Array],
+    readers: &'a [usize],
+}
+
+impl Graph<'_> {
+    /// Entry `r` reads, when `r` is a float32 entry of `name` that only one
+    /// entry reads.
+    fn sole(&self, r: ValueRef, name: &str) -> Option<(usize, &TapeEntry)> {
+        let ValueRef::Entry { entry, output: 0 } = r else {
+            return None;
+        };
+        let e = &self.tape.entries[entry];
+        (e.primitive.name() == name
+            && self.readers[entry] == 1
+            && e.outputs.len() == 1
+            && e.outputs[0].dtype == Dtype::Float32)
+            .then_some((entry, e))
+    }
+
+    /// [`Self::sole`] for one of a binary entry's two operands, with the
+    /// other operand.
+    fn either(&self, ins: &[ValueRef], name: &str) -> Option<((usize, &TapeEntry), ValueRef)> {
+        let [a, b] = ins else { return None };
+        self.sole(*a, name)
+            .map(|m| (m, *b))
+            .or_else(|| self.sole(*b, name).map(|m| (m, *a)))
+    }
+
+    fn shape(&self, r: ValueRef) -> Vec<i32> {
+        spec_of_ref(self.tape, self.constants, &r).shape
+    }
+
+    fn is_f32(&self, r: ValueRef) -> bool {
+        spec_of_ref(self.tape, self.constants, &r).dtype == Dtype::Float32
+    }
+
+    /// Whether every element of `r` is the same value: it has one, or it
+    /// is a broadcast of one.
+    fn is_uniform(&self, r: ValueRef) -> bool {
+        if self.shape(r).iter().product::<i32>() == 1 {
+            return true;
+        }
+        match r {
+            ValueRef::Entry { entry, .. } => {
+                let e = &self.tape.entries[entry];
+                e.primitive.as_any().is::<Broadcast>()
+                    && self.shape(e.inputs[0]).iter().product::<i32>() == 1
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `r` (shaped like x, `d` values a row) holds the same row
+    /// for every row of x: a broadcast of `d` values, or one row.
+    fn is_one_row(&self, r: ValueRef, d: i32) -> bool {
+        let rows_of = |s: &[i32]| s.iter().product::<i32>() == d && s.last() == Some(&d);
+        if rows_of(&self.shape(r)) {
+            return true;
+        }
+        match r {
+            ValueRef::Entry { entry, .. } => {
+                let e = &self.tape.entries[entry];
+                e.primitive.as_any().is::<Broadcast>() && rows_of(&self.shape(e.inputs[0]))
+            }
+            _ => false,
+        }
+    }
+
+    /// `x · rsqrt(sum(x²) · a + eps) · w` over the last axis, as MLX's
+    /// fallback records it (`a` = 1 / d, `a`, `eps` one value each), rooted
+    /// at the last multiply `k`.
+    fn rms_norm(&self, k: usize) -> Option<Match> {
+        let root = &self.tape.entries[k];
+        if root.primitive.name() != "Multiply" || root.outputs[0].dtype != Dtype::Float32 {
+            return None;
+        }
+        let shape = &root.outputs[0].shape;
+        let d = *shape.last()?;
+        let either = |ins: &[ValueRef], name: &str| self.either(ins, name);
+        let sole = |r, name: &str| self.sole(r, name);
+        // root = y · w, y = x · broadcast(r)
+        let ((y, ye), w) = either(&root.inputs, "Multiply")?;
+        let ((rb, rbe), x) = either(&ye.inputs, "Broadcast")?;
+        let (r, re) = sole(rbe.inputs[0], "Sqrt")?;
+        // r = rsqrt(m + eps), m = sum(x²) · a
+        let (m2, m2e) = sole(re.inputs[0], "Add")?;
+        let ((m1, m1e), eps) = either(&m2e.inputs, "Multiply")?;
+        let ((s, se), a) = either(&m1e.inputs, "Reduce")?;
+        let (sq, sqe) = sole(se.inputs[0], "Square")?;
+        let recip = re.primitive.as_any().downcast_ref::<Sqrt>()?.recip;
+        let red = se.primitive.as_any().downcast_ref::<Reduce>()?;
+        let last = shape.len() as i32 - 1;
+        let row_sum = red.reduce_type == ReduceType::Sum && red.axes == [last];
+        let fits = recip
+            && row_sum
+            && sqe.inputs[0] == x
+            && self.shape(x) == *shape
+            && self.shape(w) == *shape
+            && [x, w, a, eps].iter().all(|&v| self.is_f32(v))
+            && self.is_uniform(a)
+            && self.is_uniform(eps)
+            && self.is_one_row(w, d);
+        fits.then(|| {
+            let interior = vec![sq, s, m1, m2, r, rb, y, k];
+            (Kind::RmsNorm, vec![x, a, eps, w], interior)
+        })
+    }
+
+    /// MLX's rope (not `traditional`) on the two halves of x's last axis:
+    /// `concat(x1 · c − x2 · s, x1 · s + x2 · c)`, rooted at the concatenate
+    /// `k`.
+    fn rope(&self, k: usize) -> Option<Match> {
+        let root = &self.tape.entries[k];
+        let cat = root.primitive.as_any().downcast_ref::<Concatenate>()?;
+        let out = &root.outputs[0];
+        let last = out.shape.len() as i32 - 1;
+        if (cat.axis != last && cat.axis != -1) || out.dtype != Dtype::Float32 {
+            return None;
+        }
+        let [o1, o2] = root.inputs[..] else {
+            return None;
+        };
+        let (o1i, o1e) = self.sole(o1, "Subtract")?;
+        let (o2i, o2e) = self.sole(o2, "Add")?;
+        let product = |r| {
+            let (i, e) = self.sole(r, "Multiply")?;
+            Some((i, e.inputs[0], e.inputs[1]))
+        };
+        // x1 · c and x2 · s, either operand first.
+        let (m1, p, q) = product(o1e.inputs[0])?;
+        let (m2, u, v) = product(o1e.inputs[1])?;
+        let (x, x1, c) = self.half(p, q, 0).or_else(|| self.half(q, p, 0))?;
+        let (x_, x2, s) = self.half(u, v, 1).or_else(|| self.half(v, u, 1))?;
+        let (m3, m4) = (o2e.inputs[0], o2e.inputs[1]);
+        let (m3, a3, b3) = product(m3)?;
+        let (m4, a4, b4) = product(m4)?;
+        let has = |a, b, want: [ValueRef; 2]| {
+            (a, b) == (want[0], want[1]) || (b, a) == (want[0], want[1])
+        };
+        // x1 · s + x2 · c, either product first.
+        let second = (has(a3, b3, [x1, s]) && has(a4, b4, [x2, c]))
+            || (has(a3, b3, [x2, c]) && has(a4, b4, [x1, s]));
+        let half_shape = self.shape(x1);
+        let fits = x == x_
+            && second
+            && self.shape(x) == out.shape
+            && self.shape(c) == half_shape
+            && self.shape(s) == half_shape
+            && [x, c, s].iter().all(|&r| self.is_f32(r));
+        let slices = [x1, x2].map(|r| match r {
+            ValueRef::Entry { entry, .. } => entry,
+            _ => unreachable!("`half` returns slice entries"),
+        });
+        fits.then(|| {
+            let interior = vec![slices[0], slices[1], m1, m2, m3, m4, o1i, o2i, k];
+            (Kind::RopeHalves, vec![x, c, s], interior)
+        })
+    }
+
+    /// When `slice` is half `which` (0: first, 1: second) of the last axis
+    /// of some x, read only by the two products of the rope: (x, the slice,
+    /// the other operand).
+    fn half(
+        &self,
+        slice: ValueRef,
+        other: ValueRef,
+        which: i32,
+    ) -> Option<(ValueRef, ValueRef, ValueRef)> {
+        let ValueRef::Entry { entry, output: 0 } = slice else {
+            return None;
+        };
+        let e = &self.tape.entries[entry];
+        let sl = e.primitive.as_any().downcast_ref::<Slice>()?;
+        let x = e.inputs[0];
+        let xs = self.shape(x);
+        let n = xs.len();
+        let h = *xs.last()? / 2;
+        let full = |i: usize| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i];
+        let fits = self.readers[entry] == 2
+            && n > 0
+            && xs[n - 1] == 2 * h
+            && sl.start_indices.len() == n
+            && sl.end_indices.len() == n
+            && sl.strides.iter().all(|&s| s == 1)
+            && (0..n - 1).all(full)
+            && sl.start_indices[n - 1] == which * h
+            && sl.end_indices[n - 1] == (which + 1) * h;
+        fits.then_some((x, slice, other))
+    }
+
+    /// The entry that replaces a match: its steps are the matched entries,
+    /// reading `ext` (the kernel's inputs) and each other.
+    fn entry_for(&self, kind: Kind, ext: Vec<ValueRef>, mut interior: Vec<usize>) -> TapeEntry {
+        let root = *interior.last().expect("a match has a root");
+        interior.sort_unstable();
+        let mut ext = ext;
+        let steps: Vec<Step> = interior
+            .iter()
+            .map(|&i| {
+                let e = &self.tape.entries[i];
+                let ops = e
+                    .inputs
+                    .iter()
+                    .map(|r| match *r {
+                        ValueRef::Entry { entry, .. } if interior.contains(&entry) => {
+                            Operand::Step(interior.binary_search(&entry).expect("sorted"))
+                        }
+                        other => Operand::Input(
+                            ext.iter().position(|x| *x == other).unwrap_or_else(|| {
+                                ext.push(other);
+                                ext.len() - 1
+                            }),
+                        ),
+                    })
+                    .collect();
+                (e.primitive.clone(), ops)
+            })
+            .collect();
+        TapeEntry {
+            primitive: Box::new(Recognized::new(kind, steps)),
+            inputs: ext,
+            outputs: self.tape.entries[root].outputs.clone(),
+        }
+    }
+}
