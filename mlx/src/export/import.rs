@@ -573,6 +573,60 @@ mod tests {
         }
     }
 
+    /// The same with a weight that is not all ones and several rows (the
+    /// llama fixture's norm weights are ones): the graphs MLX's CPU build
+    /// records for rms_norm and rope, exported, imported, recognised, and
+    /// equal to the file's graph bit for bit.
+    #[test]
+    fn recognised_kernels_follow_the_graph_with_any_weight() {
+        use crate::transforms::tracing::replay_recorded;
+        use crate::{fast, ops, random, Dtype};
+        let normal = |seed, shape: &[i32]| {
+            let k = random::key(seed);
+            random::normal(shape, Dtype::Float32, None, None, Some(&k)).unwrap()
+        };
+        // MLX's rms_norm fallback in float32, op for op.
+        let f = |a: &[crate::Array]| {
+            let s = ops::sum(&ops::square(&a[0])?, &[-1], true)?;
+            let m = ops::multiply(&s, &crate::Array::scalar(1.0f32 / 16.0))?;
+            let r = ops::rsqrt(&ops::add(&m, &crate::Array::scalar(1e-5f32))?)?;
+            let n = ops::multiply(&ops::multiply(&a[0], &r)?, &a[1])?;
+            Ok(vec![fast::rope(
+                &n,
+                16,
+                false,
+                Some(10000.0),
+                1.0,
+                5,
+                None,
+            )?])
+        };
+        let args = [normal(1, &[2, 3, 7, 16]), normal(2, &[16])];
+        let path = std::env::temp_dir().join(format!("recognise-{}.mlxfn", std::process::id()));
+        let opts = crate::ExportOptions {
+            format: crate::Format::Mlx,
+            decompose_fast: true,
+            ..Default::default()
+        };
+        crate::export_function(&path, f, &args, &opts).unwrap();
+        let g = super::import_function(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let run = names(&g.runnable[0]);
+        assert!(run.contains(&"RecognizedRMSNorm"), "{run:?}");
+        assert!(run.contains(&"RecognizedRoPE"), "{run:?}");
+        let got = g.call(&args).unwrap();
+        let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
+        crate::eval(&got).unwrap();
+        crate::eval(&file).unwrap();
+        let bits = |a: &crate::Array| {
+            ops::view(a, Dtype::Uint32)
+                .unwrap()
+                .to_vec::<u32>()
+                .unwrap()
+        };
+        assert_eq!(bits(&got[0]), bits(&file[0]));
+    }
+
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once
     /// per rope (2 layers x q and k: 4 Sin); the imported graph computes it
     /// once, and each other entry the file repeats on the same inputs.
