@@ -526,105 +526,119 @@ mod tests {
         assert!(plan.constants().len() > g.table.constants.len());
     }
 
+    /// The bytes of `a`, to compare results bit for bit.
+    fn bytes(a: &crate::Array) -> Vec<u8> {
+        let v = crate::ops::view(a, crate::Dtype::Uint8).unwrap();
+        v.to_vec::<u8>().unwrap()
+    }
+
     /// The llama's rms norms (2 layers x 2 and the final one) and ropes (2
-    /// layers x q and k), decomposed as MLX's CPU build records them, run as
-    /// recognised kernels in every trace, and each call gives the bits of
-    /// the file's own graph.
+    /// layers x q and k), decomposed as MLX's CPU build records them in
+    /// float32 and bfloat16, run as recognised kernels in every trace, and
+    /// each call gives the bits of the file's own graph.
     #[test]
     fn recognised_norms_and_ropes_give_the_bits_of_the_files_graph() {
-        use crate::ops;
         use crate::transforms::tracing::replay_recorded;
-        let f = super::import_function(LLAMA).unwrap();
-        for (i, tape) in f.runnable.iter().enumerate() {
-            let run = names(tape);
-            let count = |name: &str| run.iter().filter(|&&n| n == name).count();
-            assert_eq!(count("RecognizedRMSNorm"), 5, "trace {i}");
-            assert_eq!(count("RecognizedRoPE"), 4, "trace {i}");
-            assert_eq!(count("Square") + count("Sqrt") + count("Concatenate"), 0);
-            let args: Vec<crate::Array> = tape
-                .inputs
-                .iter()
-                .map(|s| {
-                    let n = s.size();
-                    if s.dtype == crate::Dtype::Int32 {
-                        let v: Vec<i32> = (0..n as i32).map(|j| (j * 37 + 5) % 300).collect();
-                        let v = if s.shape.is_empty() { vec![3] } else { v };
-                        crate::Array::from_slice(&v, &s.shape).unwrap()
-                    } else {
-                        let v: Vec<f32> = (0..n).map(|j| (j as f32 * 0.37).sin()).collect();
-                        crate::Array::from_slice(&v, &s.shape).unwrap()
-                    }
-                })
-                .collect();
-            let got = f.call(&args).unwrap();
-            let file = replay_recorded(&f.table.functions[i], &f.table.constants, &args).unwrap();
-            crate::eval(&got).unwrap();
-            crate::eval(&file).unwrap();
-            for (g, w) in got.iter().zip(&file) {
-                assert_eq!(g.spec(), w.spec());
-                let bits = |a: &crate::Array| {
-                    ops::view(a, crate::Dtype::Uint32)
-                        .unwrap()
-                        .to_vec::<u32>()
-                        .unwrap()
-                };
-                assert_eq!(bits(g), bits(w), "trace {i}");
+        let bf16 = LLAMA.replace("llama_f32", "llama_bf16");
+        for path in [LLAMA, &bf16] {
+            let f = super::import_function(path).unwrap();
+            for (i, tape) in f.runnable.iter().enumerate() {
+                let run = names(tape);
+                let count = |name: &str| run.iter().filter(|&&n| n == name).count();
+                assert_eq!(count("RecognizedRMSNorm"), 5, "{path} trace {i}");
+                assert_eq!(count("RecognizedRoPE"), 4, "{path} trace {i}");
+                assert_eq!(count("Square") + count("Sqrt") + count("Concatenate"), 0);
+                let args: Vec<crate::Array> = tape
+                    .inputs
+                    .iter()
+                    .map(|s| {
+                        let n = s.size();
+                        if s.dtype == crate::Dtype::Int32 {
+                            let v: Vec<i32> = (0..n as i32).map(|j| (j * 37 + 5) % 300).collect();
+                            let v = if s.shape.is_empty() { vec![3] } else { v };
+                            crate::Array::from_slice(&v, &s.shape).unwrap()
+                        } else {
+                            let v: Vec<f32> = (0..n).map(|j| (j as f32 * 0.37).sin()).collect();
+                            let a = crate::Array::from_slice(&v, &s.shape).unwrap();
+                            crate::ops::astype(&a, s.dtype).unwrap()
+                        }
+                    })
+                    .collect();
+                let got = f.call(&args).unwrap();
+                let file =
+                    replay_recorded(&f.table.functions[i], &f.table.constants, &args).unwrap();
+                crate::eval(&got).unwrap();
+                crate::eval(&file).unwrap();
+                for (g, w) in got.iter().zip(&file) {
+                    assert_eq!(g.spec(), w.spec());
+                    assert_eq!(bytes(g), bytes(w), "{path} trace {i}");
+                }
             }
         }
     }
 
     /// The same with a weight that is not all ones and several rows (the
-    /// llama fixture's norm weights are ones): the graphs MLX's CPU build
-    /// records for rms_norm and rope, exported, imported, recognised, and
-    /// equal to the file's graph bit for bit.
+    /// llama fixture's norm weights are ones), in float32, bfloat16 and
+    /// float16: the graphs MLX's CPU build records for rms_norm and rope,
+    /// exported, imported, recognised, and equal to the file's graph bit
+    /// for bit.
     #[test]
     fn recognised_kernels_follow_the_graph_with_any_weight() {
         use crate::transforms::tracing::replay_recorded;
         use crate::{fast, ops, random, Dtype};
-        let normal = |seed, shape: &[i32]| {
-            let k = random::key(seed);
-            random::normal(shape, Dtype::Float32, None, None, Some(&k)).unwrap()
-        };
-        // MLX's rms_norm fallback in float32, op for op.
-        let f = |a: &[crate::Array]| {
-            let s = ops::sum(&ops::square(&a[0])?, &[-1], true)?;
-            let m = ops::multiply(&s, &crate::Array::scalar(1.0f32 / 16.0))?;
-            let r = ops::rsqrt(&ops::add(&m, &crate::Array::scalar(1e-5f32))?)?;
-            let n = ops::multiply(&ops::multiply(&a[0], &r)?, &a[1])?;
-            Ok(vec![fast::rope(
-                &n,
-                16,
-                false,
-                Some(10000.0),
-                1.0,
-                5,
-                None,
-            )?])
-        };
-        let args = [normal(1, &[2, 3, 7, 16]), normal(2, &[16])];
-        let path = std::env::temp_dir().join(format!("recognise-{}.mlxfn", std::process::id()));
-        let opts = crate::ExportOptions {
-            format: crate::Format::Mlx,
-            decompose_fast: true,
-            ..Default::default()
-        };
-        crate::export_function(&path, f, &args, &opts).unwrap();
-        let g = super::import_function(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
-        let run = names(&g.runnable[0]);
-        assert!(run.contains(&"RecognizedRMSNorm"), "{run:?}");
-        assert!(run.contains(&"RecognizedRoPE"), "{run:?}");
-        let got = g.call(&args).unwrap();
-        let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
-        crate::eval(&got).unwrap();
-        crate::eval(&file).unwrap();
-        let bits = |a: &crate::Array| {
-            ops::view(a, Dtype::Uint32)
-                .unwrap()
-                .to_vec::<u32>()
-                .unwrap()
-        };
-        assert_eq!(bits(&got[0]), bits(&file[0]));
+        for dtype in [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16] {
+            let normal = |seed, shape: &[i32]| {
+                let k = random::key(seed);
+                let a = random::normal(shape, Dtype::Float32, None, None, Some(&k)).unwrap();
+                ops::astype(&a, dtype).unwrap()
+            };
+            // MLX's rms_norm fallback, op for op: statistics in float32,
+            // `x · rsqrt(..)` cast back before the weight.
+            let f = |a: &[crate::Array]| {
+                let x = match dtype {
+                    Dtype::Float32 => a[0].clone(),
+                    _ => ops::astype(&a[0], Dtype::Float32)?,
+                };
+                let s = ops::sum(&ops::square(&x)?, &[-1], true)?;
+                let m = ops::multiply(&s, &crate::Array::scalar(1.0f32 / 16.0))?;
+                let r = ops::rsqrt(&ops::add(&m, &crate::Array::scalar(1e-5f32))?)?;
+                let y = ops::multiply(&x, &r)?;
+                let y = match dtype {
+                    Dtype::Float32 => y,
+                    _ => ops::astype(&y, dtype)?,
+                };
+                let n = ops::multiply(&y, &a[1])?;
+                Ok(vec![fast::rope(
+                    &n,
+                    16,
+                    false,
+                    Some(10000.0),
+                    1.0,
+                    5,
+                    None,
+                )?])
+            };
+            let args = [normal(1, &[2, 3, 7, 16]), normal(2, &[16])];
+            let path = std::env::temp_dir()
+                .join(format!("recognise-{}-{dtype}.mlxfn", std::process::id()));
+            let opts = crate::ExportOptions {
+                format: crate::Format::Mlx,
+                decompose_fast: true,
+                ..Default::default()
+            };
+            crate::export_function(&path, f, &args, &opts).unwrap();
+            let g = super::import_function(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let run = names(&g.runnable[0]);
+            assert!(run.contains(&"RecognizedRMSNorm"), "{dtype}: {run:?}");
+            assert!(run.contains(&"RecognizedRoPE"), "{dtype}: {run:?}");
+            let got = g.call(&args).unwrap();
+            let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
+            crate::eval(&got).unwrap();
+            crate::eval(&file).unwrap();
+            assert_eq!(got[0].dtype(), dtype);
+            assert_eq!(bytes(&got[0]), bytes(&file[0]), "{dtype}");
+        }
     }
 
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once

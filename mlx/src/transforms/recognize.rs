@@ -1,6 +1,7 @@
 //! Recognition of the graphs MLX's CPU build records for `fast.rms_norm`
 //! and `fast.rope` (it exports their decomposition, not the fused
-//! primitives): each such subgraph of an imported float32 trace becomes one
+//! primitives): each such subgraph of an imported trace (float32, bfloat16
+//! or float16) becomes one
 //! [`Recognized`] entry whose kernel does the same arithmetic, operation
 //! for operation, in one pass. The results are the bits the plain entries
 //! give; what goes is the dispatch and the intermediate arrays of a dozen
@@ -52,6 +53,9 @@ pub fn recognize(tape: &mut Tape, constants: &[Array]) {
     super::simplify::remove_dead(tape);
 }
 
+/// The dtypes the recognised kernels compute in.
+const HALF_OR_F32: [Dtype; 3] = [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16];
+
 /// A match: the kernel, its inputs in the kernel's order, and the entries
 /// it replaces (the root last).
 type Match = (Kind, Vec<ValueRef>, Vec<usize>);
@@ -64,18 +68,25 @@ struct Graph<'a> {
 }
 
 impl Graph<'_> {
-    /// Entry `r` reads, when `r` is a float32 entry of `name` that only one
-    /// entry reads.
+    /// Entry `r` reads, when `r` is an entry of `name` that only one entry
+    /// reads.
     fn sole(&self, r: ValueRef, name: &str) -> Option<(usize, &TapeEntry)> {
         let ValueRef::Entry { entry, output: 0 } = r else {
             return None;
         };
         let e = &self.tape.entries[entry];
-        (e.primitive.name() == name
-            && self.readers[entry] == 1
-            && e.outputs.len() == 1
-            && e.outputs[0].dtype == Dtype::Float32)
+        (e.primitive.name() == name && self.readers[entry] == 1 && e.outputs.len() == 1)
             .then_some((entry, e))
+    }
+
+    /// Whether every value in `refs` and every output of the entries `ids`
+    /// is of `dtype`.
+    fn all_of(&self, dtype: Dtype, refs: &[ValueRef], ids: &[usize]) -> bool {
+        let of = |r: &ValueRef| spec_of_ref(self.tape, self.constants, r).dtype == dtype;
+        refs.iter().all(of)
+            && ids
+                .iter()
+                .all(|&i| self.tape.entries[i].outputs[0].dtype == dtype)
     }
 
     /// [`Self::sole`] for one of a binary entry's two operands, with the
@@ -89,10 +100,6 @@ impl Graph<'_> {
 
     fn shape(&self, r: ValueRef) -> Vec<i32> {
         spec_of_ref(self.tape, self.constants, &r).shape
-    }
-
-    fn is_f32(&self, r: ValueRef) -> bool {
-        spec_of_ref(self.tape, self.constants, &r).dtype == Dtype::Float32
     }
 
     /// Whether every element of `r` is the same value: it has one, or it
@@ -129,18 +136,25 @@ impl Graph<'_> {
 
     /// `x · rsqrt(sum(x²) · a + eps) · w` over the last axis, as MLX's
     /// fallback records it (`a` = 1 / d, `a`, `eps` one value each), rooted
-    /// at the last multiply `k`.
+    /// at the last multiply `k`. The statistics are float32; a half-precision
+    /// norm rounds `x · rsqrt(..)` to its type (a cast) before the weight.
     fn rms_norm(&self, k: usize) -> Option<Match> {
         let root = &self.tape.entries[k];
-        if root.primitive.name() != "Multiply" || root.outputs[0].dtype != Dtype::Float32 {
+        let dtype = root.outputs[0].dtype;
+        if root.primitive.name() != "Multiply" || !HALF_OR_F32.contains(&dtype) {
             return None;
         }
         let shape = &root.outputs[0].shape;
         let d = *shape.last()?;
         let either = |ins: &[ValueRef], name: &str| self.either(ins, name);
         let sole = |r, name: &str| self.sole(r, name);
-        // root = y · w, y = x · broadcast(r)
-        let ((y, ye), w) = either(&root.inputs, "Multiply")?;
+        // root = cast(y) · w (or y · w in float32), y = x · broadcast(r)
+        let (cast, ((y, ye), w)) = if dtype == Dtype::Float32 {
+            (None, either(&root.inputs, "Multiply")?)
+        } else {
+            let ((c, ce), w) = either(&root.inputs, "AsType")?;
+            (Some(c), (sole(ce.inputs[0], "Multiply")?, w))
+        };
         let ((rb, rbe), x) = either(&ye.inputs, "Broadcast")?;
         let (r, re) = sole(rbe.inputs[0], "Sqrt")?;
         // r = rsqrt(m + eps), m = sum(x²) · a
@@ -157,12 +171,19 @@ impl Graph<'_> {
             && sqe.inputs[0] == x
             && self.shape(x) == *shape
             && self.shape(w) == *shape
-            && [x, w, a, eps].iter().all(|&v| self.is_f32(v))
+            && self.all_of(Dtype::Float32, &[x, a, eps], &[sq, s, m1, m2, r, rb, y])
+            && self.all_of(
+                dtype,
+                &[w],
+                &cast.into_iter().chain([k]).collect::<Vec<_>>(),
+            )
             && self.is_uniform(a)
             && self.is_uniform(eps)
             && self.is_one_row(w, d);
         fits.then(|| {
-            let interior = vec![sq, s, m1, m2, r, rb, y, k];
+            let mut interior = vec![sq, s, m1, m2, r, rb, y];
+            interior.extend(cast);
+            interior.push(k);
             (Kind::RmsNorm, vec![x, a, eps, w], interior)
         })
     }
@@ -175,7 +196,7 @@ impl Graph<'_> {
         let cat = root.primitive.as_any().downcast_ref::<Concatenate>()?;
         let out = &root.outputs[0];
         let last = out.shape.len() as i32 - 1;
-        if (cat.axis != last && cat.axis != -1) || out.dtype != Dtype::Float32 {
+        if (cat.axis != last && cat.axis != -1) || !HALF_OR_F32.contains(&out.dtype) {
             return None;
         }
         let [o1, o2] = root.inputs[..] else {
@@ -207,7 +228,7 @@ impl Graph<'_> {
             && self.shape(x) == out.shape
             && self.shape(c) == half_shape
             && self.shape(s) == half_shape
-            && [x, c, s].iter().all(|&r| self.is_f32(r));
+            && self.all_of(out.dtype, &[x, c, s], &[m1, m2, m3, m4, o1i, o2i]);
         let slices = [x1, x2].map(|r| match r {
             ValueRef::Entry { entry, .. } => entry,
             _ => unreachable!("`half` returns slice entries"),

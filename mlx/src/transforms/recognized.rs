@@ -1,8 +1,9 @@
 //! The kernels of the subgraphs `transforms::recognize` finds: MLX's
-//! recorded decompositions of rms_norm and rope, in float32, each run in
-//! one pass with the operations of the graph in the graph's order (so the
-//! same roundings: a sum of squares folded as `Reduce` folds it, every
-//! product and sum rounded on its own, nothing fused into an FMA).
+//! recorded decompositions of rms_norm and rope, each run in one pass with
+//! the operations of the graph in the graph's order and type (so the same
+//! roundings: a sum of squares folded as `Reduce` folds it, every product
+//! and sum rounded on its own to its dtype as the element-wise kernels
+//! round it, nothing fused into an FMA).
 //!
 //! Like a fused chain, such a node has no registry entry: exports and
 //! transforms use its fallback, the matched entries replayed.
@@ -10,12 +11,14 @@
 use super::fused::{replay_steps, Step};
 use crate::array::Data;
 use crate::backend::cpu::elementwise::fresh_output;
+use crate::backend::cpu::num::{Float, Num};
 use crate::backend::cpu::reduce::{fold_slice, Reducer, SumR};
 use crate::backend::cpu::PAR_THRESHOLD;
 use crate::layout::{for_each_row, row_major};
 use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
 use crate::primitives::unary::recip_sqrt;
-use crate::{Array, Dtype, Error, Result};
+use crate::{Array, Dtype, Element, Error, Result};
+use half::{bf16, f16};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -23,10 +26,13 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Inputs (x, a, eps, w): `x · rsqrt(sum(x²) · a + eps) · w` over the
-    /// last axis; `a` and `eps` one value each, `w` one row.
+    /// last axis; x, `a` and `eps` float32 (`a` and `eps` one value each),
+    /// `w` one row of the output's dtype, which `x · rsqrt(..)` is rounded
+    /// to first.
     RmsNorm,
-    /// Inputs (x, c, s): `concat(x1 · c − x2 · s, x1 · s + x2 · c)` with x1,
-    /// x2 the halves of x's last axis and c, s shaped like them.
+    /// Inputs (x, c, s), all of the output's dtype: `concat(x1 · c − x2 · s,
+    /// x1 · s + x2 · c)` with x1, x2 the halves of x's last axis and c, s
+    /// shaped like them.
     RopeHalves,
 }
 
@@ -84,26 +90,32 @@ impl PrimitiveState for Recognized {
 
 impl Primitive for Recognized {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
-        let want = match self.kind {
-            Kind::RmsNorm => 4,
-            Kind::RopeHalves => 3,
+        let dtypes: Vec<Dtype> = inputs.iter().map(|s| s.dtype).collect();
+        let out = match (self.kind, &dtypes[..]) {
+            (Kind::RmsNorm, [F32, F32, F32, t]) if is_kernel_dtype(*t) => *t,
+            (Kind::RopeHalves, [t, u, v]) if is_kernel_dtype(*t) && t == u && u == v => *t,
+            _ => {
+                return Err(Error::invalid(
+                    self.name(),
+                    format!("inputs of unexpected dtypes: {dtypes:?}"),
+                ))
+            }
         };
-        if inputs.len() < want || inputs.iter().any(|s| s.dtype != Dtype::Float32) {
-            return Err(Error::invalid(
-                self.name(),
-                format!("expected {want} float32 inputs, got {inputs:?}"),
-            ));
-        }
-        Ok(vec![inputs[0].clone()])
+        Ok(vec![Spec::new(inputs[0].shape.clone(), out)])
     }
 
     fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>> {
         let out = &outputs[0];
         let mut buf = fresh_output(out);
-        let o = buf.as_mut_slice::<f32>().expect("heap buffer");
-        match self.kind {
-            Kind::RmsNorm => rms_norm(inputs, o)?,
-            Kind::RopeHalves => rope_halves(inputs, o)?,
+        match (self.kind, out.dtype) {
+            (Kind::RmsNorm, F32) => rms_norm::<f32>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RmsNorm, Dtype::Bfloat16) => rms_norm::<bf16>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RmsNorm, _) => rms_norm::<f16>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopeHalves, F32) => rope_halves::<f32>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopeHalves, Dtype::Bfloat16) => {
+                rope_halves::<bf16>(inputs, out_slice(&mut buf)?)?
+            }
+            (Kind::RopeHalves, _) => rope_halves::<f16>(inputs, out_slice(&mut buf)?)?,
         }
         Ok(vec![Data::contiguous(buf, &out.shape)])
     }
@@ -116,6 +128,19 @@ impl Primitive for Recognized {
     fn is_equivalent(&self, _other: &dyn Primitive) -> bool {
         false
     }
+}
+
+const F32: Dtype = Dtype::Float32;
+
+/// float32, bfloat16 or float16.
+fn is_kernel_dtype(t: Dtype) -> bool {
+    matches!(t, Dtype::Float32 | Dtype::Bfloat16 | Dtype::Float16)
+}
+
+/// A fresh output buffer's elements.
+fn out_slice<T: Element>(buf: &mut crate::Buffer) -> Result<&mut [T]> {
+    buf.as_mut_slice::<T>()
+        .ok_or_else(|| Error::invalid("Recognized", "the output buffer is not writable"))
 }
 
 /// The value at a uniform array's offset (each of its elements).
@@ -132,8 +157,8 @@ fn row_starts(d: &Data, shape: &[i32]) -> Vec<(isize, isize)> {
     rows
 }
 
-/// `x · rsqrt(sum(x²) · a + eps) · w`, row by row into `out`.
-fn rms_norm(inputs: &[Array], out: &mut [f32]) -> Result<()> {
+/// `round_T(x · rsqrt(sum(x²) · a + eps)) · w`, row by row into `out`.
+fn rms_norm<T: Float + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
     let [x, a, eps, w, ..] = inputs else {
         return Err(Error::invalid("RecognizedRMSNorm", "expected 4 inputs"));
     };
@@ -144,11 +169,11 @@ fn rms_norm(inputs: &[Array], out: &mut [f32]) -> Result<()> {
     // Every row of w is the same (see `recognize`): read the first.
     let wd = w.data()?;
     let (w0, ws) = row_starts(&wd, w.shape())[0];
-    let wv = wd.buffer.as_slice::<f32>();
-    let w: Vec<f32> = (0..d as isize)
+    let wv = wd.buffer.as_slice::<T>();
+    let w: Vec<T> = (0..d as isize)
         .map(|j| wv[(w0 + j * ws) as usize])
         .collect();
-    let row = |(xr, or): (&[f32], &mut [f32])| {
+    let row = |(xr, or): (&[f32], &mut [T])| {
         let squares: Vec<f32> = xr.iter().map(|v| v * v).collect();
         // As `Reduce` sums a row: fold, then join the running total.
         let sum = <SumR as Reducer<f32>>::combine(
@@ -157,7 +182,7 @@ fn rms_norm(inputs: &[Array], out: &mut [f32]) -> Result<()> {
         );
         let r = recip_sqrt(sum * a + eps);
         for ((o, &v), &wj) in or.iter_mut().zip(xr).zip(&w) {
-            *o = v * r * wj;
+            *o = T::from_f32(v * r).mul(wj);
         }
     };
     if xs.len() >= PAR_THRESHOLD {
@@ -168,8 +193,9 @@ fn rms_norm(inputs: &[Array], out: &mut [f32]) -> Result<()> {
     Ok(())
 }
 
-/// `x1 · c − x2 · s` and `x1 · s + x2 · c` side by side, row by row.
-fn rope_halves(inputs: &[Array], out: &mut [f32]) -> Result<()> {
+/// `x1 · c − x2 · s` and `x1 · s + x2 · c` side by side, row by row, each
+/// operation rounded to `T`.
+fn rope_halves<T: Num + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
     let [x, c, s, ..] = inputs else {
         return Err(Error::invalid("RecognizedRoPE", "expected 3 inputs"));
     };
@@ -182,19 +208,32 @@ fn rope_halves(inputs: &[Array], out: &mut [f32]) -> Result<()> {
         row_starts(&sd, s.shape()),
     );
     let (xv, cv, sv) = (
-        xd.buffer.as_slice::<f32>(),
-        cd.buffer.as_slice::<f32>(),
-        sd.buffer.as_slice::<f32>(),
+        xd.buffer.as_slice::<T>(),
+        cd.buffer.as_slice::<T>(),
+        sd.buffer.as_slice::<T>(),
     );
-    let at = |v: &[f32], (start, stride): (isize, isize), j: usize| {
+    let at = |v: &[T], (start, stride): (isize, isize), j: usize| {
         v[(start + j as isize * stride) as usize]
     };
-    let row = |(r, o): (usize, &mut [f32])| {
+    let row = |(r, o): (usize, &mut [T])| {
+        let ((x0, xs), (c0, cs), (s0, ss)) = (xr[r], cr[r], sr[r]);
+        if xs == 1 && cs == 1 && ss == 1 {
+            // Runs in place: slices, which the compiler vectorizes.
+            let (x0, c0, s0) = (x0 as usize, c0 as usize, s0 as usize);
+            let (x1, x2) = (&xv[x0..x0 + h], &xv[x0 + h..x0 + width]);
+            let (c, s) = (&cv[c0..c0 + h], &sv[s0..s0 + h]);
+            let (o1, o2) = o.split_at_mut(h);
+            for (j, (o1, o2)) in o1.iter_mut().zip(o2).enumerate() {
+                *o1 = x1[j].mul(c[j]).sub(x2[j].mul(s[j]));
+                *o2 = x1[j].mul(s[j]).add(x2[j].mul(c[j]));
+            }
+            return;
+        }
         for j in 0..h {
             let (x1, x2) = (at(xv, xr[r], j), at(xv, xr[r], j + h));
             let (cj, sj) = (at(cv, cr[r], j), at(sv, sr[r], j));
-            o[j] = x1 * cj - x2 * sj;
-            o[h + j] = x1 * sj + x2 * cj;
+            o[j] = x1.mul(cj).sub(x2.mul(sj));
+            o[h + j] = x1.mul(sj).add(x2.mul(cj));
         }
     };
     if width == 0 {
