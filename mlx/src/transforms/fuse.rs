@@ -3,27 +3,15 @@
 //! one [`Fused`] entry (its executor lives in `transforms::fused`).
 
 use super::fused::{Fused, Operand, Step};
-use super::tape::{spec_of_ref, Tape, TapeEntry, ValueRef};
+use super::tape::{input_index, reader_counts, spec_of_ref, Tape, TapeEntry, ValueRef};
 use crate::Array;
 use std::collections::HashMap;
 
 /// Rewrites `tape` so that element-wise trees become [`Fused`] entries.
 pub fn fuse(tape: &mut Tape, constants: &[Array]) {
     let n = tape.entries.len();
-    // Readers of each entry output (entries and function outputs).
-    let mut readers = vec![0usize; n];
-    for e in &tape.entries {
-        for r in &e.inputs {
-            if let ValueRef::Entry { entry, .. } = r {
-                readers[*entry] += 1;
-            }
-        }
-    }
-    for r in &tape.outputs {
-        if let ValueRef::Entry { entry, .. } = r {
-            readers[*entry] += 2; // never absorbed
-        }
-    }
+    // An entry read once, by one entry and not as an output, can be absorbed.
+    let readers = reader_counts(tape);
     let is_ew = |e: &TapeEntry| e.primitive.is_elementwise() && e.outputs.len() == 1;
     let spec_of = |t: &Tape, r: &ValueRef| spec_of_ref(t, constants, r);
     // absorbed[k]: entry k is computed inside a later fused entry.
@@ -73,14 +61,7 @@ pub fn fuse(tape: &mut Tape, constants: &[Array]) {
                                 {
                                     Operand::Step(step_of[&entry])
                                 }
-                                other => {
-                                    let i =
-                                        ext.iter().position(|x| *x == other).unwrap_or_else(|| {
-                                            ext.push(other);
-                                            ext.len() - 1
-                                        });
-                                    Operand::Input(i)
-                                }
+                                other => Operand::Input(input_index(&mut ext, other)),
                             })
                             .collect();
                         steps.push((tape.entries[e].primitive.clone(), ops));

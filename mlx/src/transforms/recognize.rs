@@ -1,9 +1,8 @@
 //! Recognition of the graphs MLX's CPU build records for `fast.rms_norm`
 //! and `fast.rope` (it exports their decomposition, not the fused
 //! primitives): each such subgraph of an imported trace (float32, bfloat16
-//! or float16) becomes one
-//! [`Recognized`] entry whose kernel does the same arithmetic, operation
-//! for operation, in one pass. The results are the bits the plain entries
+//! or float16) becomes one [`Recognized`] entry whose kernel does the same
+//! arithmetic, operation for operation, in one pass. The results are the bits the plain entries
 //! give; what goes is the dispatch and the intermediate arrays of a dozen
 //! small kernels per layer, which a decode step pays with cold caches.
 //!
@@ -12,7 +11,7 @@
 
 use super::fused::{Operand, Step};
 use super::recognized::{Kind, Recognized};
-use super::tape::{spec_of_ref, Tape, TapeEntry, ValueRef};
+use super::tape::{input_index, reader_counts, spec_of_ref, Tape, TapeEntry, ValueRef};
 use crate::primitives::reduce::{Reduce, ReduceType};
 use crate::primitives::shape::{Broadcast, Concatenate, Slice};
 use crate::primitives::unary::Sqrt;
@@ -22,17 +21,7 @@ use crate::{Array, Dtype};
 /// entries (before `fuse`, which would otherwise take their element-wise
 /// steps apart into chains).
 pub fn recognize(tape: &mut Tape, constants: &[Array]) {
-    let mut readers = vec![0usize; tape.entries.len()];
-    for r in tape
-        .entries
-        .iter()
-        .flat_map(|e| &e.inputs)
-        .chain(&tape.outputs)
-    {
-        if let ValueRef::Entry { entry, .. } = *r {
-            readers[entry] += 1;
-        }
-    }
+    let readers = reader_counts(tape);
     let g = Graph {
         tape,
         constants,
@@ -102,36 +91,31 @@ impl Graph<'_> {
         spec_of_ref(self.tape, self.constants, &r).shape
     }
 
+    /// Whether `r`'s shape passes `test`, or that of the value `r` is a
+    /// broadcast of.
+    fn shape_or_source(&self, r: ValueRef, test: impl Fn(&[i32]) -> bool) -> bool {
+        if test(&self.shape(r)) {
+            return true;
+        }
+        let ValueRef::Entry { entry, .. } = r else {
+            return false;
+        };
+        let e = &self.tape.entries[entry];
+        e.primitive.as_any().is::<Broadcast>() && test(&self.shape(e.inputs[0]))
+    }
+
     /// Whether every element of `r` is the same value: it has one, or it
     /// is a broadcast of one.
     fn is_uniform(&self, r: ValueRef) -> bool {
-        if self.shape(r).iter().product::<i32>() == 1 {
-            return true;
-        }
-        match r {
-            ValueRef::Entry { entry, .. } => {
-                let e = &self.tape.entries[entry];
-                e.primitive.as_any().is::<Broadcast>()
-                    && self.shape(e.inputs[0]).iter().product::<i32>() == 1
-            }
-            _ => false,
-        }
+        self.shape_or_source(r, |s| s.iter().product::<i32>() == 1)
     }
 
     /// Whether `r` (shaped like x, `d` values a row) holds the same row
-    /// for every row of x: a broadcast of `d` values, or one row.
+    /// for every row of x: one row, or a broadcast of one.
     fn is_one_row(&self, r: ValueRef, d: i32) -> bool {
-        let rows_of = |s: &[i32]| s.iter().product::<i32>() == d && s.last() == Some(&d);
-        if rows_of(&self.shape(r)) {
-            return true;
-        }
-        match r {
-            ValueRef::Entry { entry, .. } => {
-                let e = &self.tape.entries[entry];
-                e.primitive.as_any().is::<Broadcast>() && rows_of(&self.shape(e.inputs[0]))
-            }
-            _ => false,
-        }
+        self.shape_or_source(r, |s| {
+            s.iter().product::<i32>() == d && s.last() == Some(&d)
+        })
     }
 
     /// `x · rsqrt(sum(x²) · a + eps) · w` over the last axis, as MLX's
@@ -287,12 +271,7 @@ impl Graph<'_> {
                         ValueRef::Entry { entry, .. } if interior.contains(&entry) => {
                             Operand::Step(interior.binary_search(&entry).expect("sorted"))
                         }
-                        other => Operand::Input(
-                            ext.iter().position(|x| *x == other).unwrap_or_else(|| {
-                                ext.push(other);
-                                ext.len() - 1
-                            }),
-                        ),
+                        other => Operand::Input(input_index(&mut ext, other)),
                     })
                     .collect();
                 (e.primitive.clone(), ops)

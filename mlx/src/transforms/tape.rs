@@ -47,3 +47,25 @@ pub(crate) fn spec_of_ref(t: &Tape, constants: &[Array], r: &ValueRef) -> Spec {
         ValueRef::Entry { entry, output } => t.entries[entry].outputs[output].clone(),
     }
 }
+
+/// How many times each entry's outputs are read, by later entries and as
+/// function outputs (the passes that merge entries leave one that others
+/// read, or that is an output, where it is).
+pub(crate) fn reader_counts(t: &Tape) -> Vec<usize> {
+    let mut readers = vec![0usize; t.entries.len()];
+    for r in t.entries.iter().flat_map(|e| &e.inputs).chain(&t.outputs) {
+        if let ValueRef::Entry { entry, .. } = *r {
+            readers[entry] += 1;
+        }
+    }
+    readers
+}
+
+/// The index of `r` in `ext`, appended first if it is not there: the
+/// inputs of an entry that stands for several, in order of first use.
+pub(crate) fn input_index(ext: &mut Vec<ValueRef>, r: ValueRef) -> usize {
+    ext.iter().position(|x| *x == r).unwrap_or_else(|| {
+        ext.push(r);
+        ext.len() - 1
+    })
+}
