@@ -195,8 +195,8 @@ impl Graph<'_> {
         // x1 · c and x2 · s, either operand first.
         let (m1, p, q) = product(o1e.inputs[0])?;
         let (m2, u, v) = product(o1e.inputs[1])?;
-        let (x, x1, c) = self.half(p, q, 0).or_else(|| self.half(q, p, 0))?;
-        let (x_, x2, s) = self.half(u, v, 1).or_else(|| self.half(v, u, 1))?;
+        let (x, x1, x1e, c) = self.half(p, q, 0).or_else(|| self.half(q, p, 0))?;
+        let (x_, x2, x2e, s) = self.half(u, v, 1).or_else(|| self.half(v, u, 1))?;
         let (m3, m4) = (o2e.inputs[0], o2e.inputs[1]);
         let (m3, a3, b3) = product(m3)?;
         let (m4, a4, b4) = product(m4)?;
@@ -213,25 +213,21 @@ impl Graph<'_> {
             && self.shape(c) == half_shape
             && self.shape(s) == half_shape
             && self.all_of(out.dtype, &[x, c, s], &[m1, m2, m3, m4, o1i, o2i]);
-        let slices = [x1, x2].map(|r| match r {
-            ValueRef::Entry { entry, .. } => entry,
-            _ => unreachable!("`half` returns slice entries"),
-        });
         fits.then(|| {
-            let interior = vec![slices[0], slices[1], m1, m2, m3, m4, o1i, o2i, k];
+            let interior = vec![x1e, x2e, m1, m2, m3, m4, o1i, o2i, k];
             (Kind::RopeHalves, vec![x, c, s], interior)
         })
     }
 
     /// When `slice` is half `which` (0: first, 1: second) of the last axis
     /// of some x, read only by the two products of the rope: (x, the slice,
-    /// the other operand).
+    /// its entry, the other operand).
     fn half(
         &self,
         slice: ValueRef,
         other: ValueRef,
         which: i32,
-    ) -> Option<(ValueRef, ValueRef, ValueRef)> {
+    ) -> Option<(ValueRef, ValueRef, usize, ValueRef)> {
         let ValueRef::Entry { entry, output: 0 } = slice else {
             return None;
         };
@@ -251,15 +247,14 @@ impl Graph<'_> {
             && (0..n - 1).all(full)
             && sl.start_indices[n - 1] == which * h
             && sl.end_indices[n - 1] == (which + 1) * h;
-        fits.then_some((x, slice, other))
+        fits.then_some((x, slice, entry, other))
     }
 
     /// The entry that replaces a match: its steps are the matched entries,
     /// reading `ext` (the kernel's inputs) and each other.
-    fn entry_for(&self, kind: Kind, ext: Vec<ValueRef>, mut interior: Vec<usize>) -> TapeEntry {
+    fn entry_for(&self, kind: Kind, mut ext: Vec<ValueRef>, mut interior: Vec<usize>) -> TapeEntry {
         let root = *interior.last().expect("a match has a root");
         interior.sort_unstable();
-        let mut ext = ext;
         let steps: Vec<Step> = interior
             .iter()
             .map(|&i| {
