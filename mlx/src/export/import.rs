@@ -641,6 +641,61 @@ mod tests {
         }
     }
 
+    /// `fast.rms_norm` and the `traditional` rope exported decomposed (the
+    /// graphs MLX's CPU build records, no cast where the type is already
+    /// right) import as one kernel each, in every kernel dtype, and give
+    /// the file graph's bits: with a weight that is not all ones, and the
+    /// rope over a strided view (a transpose, as attention's heads are).
+    #[test]
+    fn recognised_library_norms_and_traditional_ropes_give_the_graphs_bits() {
+        use crate::transforms::tracing::replay_recorded;
+        use crate::{fast, ops, random, Dtype};
+        for dtype in [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16] {
+            let normal = |seed, shape: &[i32]| {
+                let k = random::key(seed);
+                let a = random::normal(shape, Dtype::Float32, None, None, Some(&k)).unwrap();
+                ops::astype(&a, dtype).unwrap()
+            };
+            let f = |a: &[crate::Array]| {
+                let n = fast::rms_norm(&a[0], Some(&a[1]), 1e-5)?;
+                let heads = ops::transpose(&n, &[0, 2, 1, 3])?;
+                // And over a view whose last axis is strided.
+                let cols = ops::swapaxes(&heads, 2, 3)?;
+                Ok(vec![
+                    fast::rope(&heads, 16, true, Some(10000.0), 1.0, 3, None)?,
+                    fast::rope(&cols, 6, true, Some(10000.0), 1.0, 0, None)?,
+                ])
+            };
+            let args = [normal(3, &[1, 6, 2, 16]), normal(4, &[16])];
+            let path = std::env::temp_dir().join(format!(
+                "recognise-lib-{}-{dtype}.mlxfn",
+                std::process::id()
+            ));
+            let opts = crate::ExportOptions {
+                format: crate::Format::Mlx,
+                decompose_fast: true,
+                ..Default::default()
+            };
+            crate::export_function(&path, f, &args, &opts).unwrap();
+            let g = super::import_function(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let run = names(&g.runnable[0]);
+            assert!(run.contains(&"RecognizedRMSNorm"), "{dtype}: {run:?}");
+            let pairs = run.iter().filter(|&&n| n == "RecognizedRoPEPairs").count();
+            assert_eq!(pairs, 2, "{dtype}: {run:?}");
+            let got = g.call(&args).unwrap();
+            let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
+            crate::eval(&got).unwrap();
+            crate::eval(&file).unwrap();
+            assert_eq!(got[0].shape(), &[1, 2, 6, 16]);
+            assert_eq!(got[1].shape(), &[1, 2, 16, 6]);
+            for (g, f) in got.iter().zip(&file) {
+                assert_eq!(g.dtype(), dtype);
+                assert_eq!(bytes(g), bytes(f), "{dtype}");
+            }
+        }
+    }
+
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once
     /// per rope (2 layers x q and k: 4 Sin); the imported graph computes it
     /// once, and each other entry the file repeats on the same inputs.

@@ -5,6 +5,9 @@
 //! arithmetic, operation for operation, in one pass. The results are the bits the plain entries
 //! give; what goes is the dispatch and the intermediate arrays of a dozen
 //! small kernels per layer, which a decode step pays with cold caches.
+//! Both ropes are recognised: on the halves of the last axis and, as
+//! `traditional`, on its even and odd elements; a rope over part of the
+//! axis stays plain.
 //!
 //! Matched only where every intermediate has no other reader, so no work
 //! is done twice and the entries the kernel replaces can be dropped.
@@ -29,7 +32,10 @@ pub fn recognize(tape: &mut Tape, constants: &[Array]) {
     };
     let found: Vec<(usize, TapeEntry)> = (0..tape.entries.len())
         .filter_map(|k| {
-            let (kind, ext, interior) = g.rms_norm(k).or_else(|| g.rope(k))?;
+            let (kind, ext, interior) = g
+                .rms_norm(k)
+                .or_else(|| g.rope(k))
+                .or_else(|| g.rope_pairs(k))?;
             Some((k, g.entry_for(kind, ext, interior)))
         })
         .collect();
@@ -40,6 +46,11 @@ pub fn recognize(tape: &mut Tape, constants: &[Array]) {
         tape.entries[k] = e;
     }
     super::simplify::remove_dead(tape);
+}
+
+/// Whether `axis` names the last of `ndim` axes.
+fn is_last_axis(axis: i32, ndim: usize) -> bool {
+    axis == -1 || axis == ndim as i32 - 1
 }
 
 /// The dtypes the recognised kernels compute in.
@@ -179,27 +190,81 @@ impl Graph<'_> {
         let root = &self.tape.entries[k];
         let cat = root.primitive.as_any().downcast_ref::<Concatenate>()?;
         let out = &root.outputs[0];
-        let last = out.shape.len() as i32 - 1;
-        if (cat.axis != last && cat.axis != -1) || !HALF_OR_F32.contains(&out.dtype) {
+        if !is_last_axis(cat.axis, out.shape.len()) {
             return None;
         }
         let [o1, o2] = root.inputs[..] else {
             return None;
         };
+        let (x, c, s, mut interior) = self.rotation(o1, o2, false)?;
+        (self.shape(x) == out.shape).then(|| {
+            interior.push(k);
+            (Kind::RopeHalves, vec![x, c, s], interior)
+        })
+    }
+
+    /// MLX's `traditional` rope, on the even and odd elements of x's last
+    /// axis: each of `x1 · c − x2 · s` and `x1 · s + x2 · c` given a
+    /// trailing axis, the two concatenated on it and the pairs reshaped to
+    /// x's shape, rooted at the reshape `k`.
+    fn rope_pairs(&self, k: usize) -> Option<Match> {
+        let root = &self.tape.entries[k];
+        let out = &root.outputs[0];
+        if root.primitive.name() != "Reshape" {
+            return None;
+        }
+        let (cat, cate) = self.sole(root.inputs[0], "Concatenate")?;
+        let axis = cate.primitive.as_any().downcast_ref::<Concatenate>()?.axis;
+        let [e1, e2] = cate.inputs[..] else {
+            return None;
+        };
+        // `expand_dims(o, -1)`: o's shape and a trailing 1.
+        let expanded = |e| {
+            let (i, ee) = self.sole(e, "ExpandDims")?;
+            let mut shape = self.shape(ee.inputs[0]);
+            shape.push(1);
+            (ee.outputs[0].shape == shape).then_some((i, ee.inputs[0]))
+        };
+        let ((e1, o1), (e2, o2)) = (expanded(e1)?, expanded(e2)?);
+        let (x, c, s, mut interior) = self.rotation(o1, o2, true)?;
+        let fits = is_last_axis(axis, cate.outputs[0].shape.len()) && self.shape(x) == out.shape;
+        fits.then(|| {
+            interior.extend([e1, e2, cat, k]);
+            (Kind::RopePairs, vec![x, c, s], interior)
+        })
+    }
+
+    /// The rotation of both ropes: `o1 = x1 · c − x2 · s` and
+    /// `o2 = x1 · s + x2 · c`, x1 and x2 the halves of x's last axis
+    /// (`pairs` false) or its even and odd elements (true), all in one of
+    /// the kernels' dtypes. Returns x, c, s and the matched entries.
+    fn rotation(
+        &self,
+        o1: ValueRef,
+        o2: ValueRef,
+        pairs: bool,
+    ) -> Option<(ValueRef, ValueRef, ValueRef, Vec<usize>)> {
         let (o1i, o1e) = self.sole(o1, "Subtract")?;
         let (o2i, o2e) = self.sole(o2, "Add")?;
+        let dtype = o1e.outputs[0].dtype;
+        if !HALF_OR_F32.contains(&dtype) {
+            return None;
+        }
         let product = |r| {
             let (i, e) = self.sole(r, "Multiply")?;
             Some((i, e.inputs[0], e.inputs[1]))
         };
+        let part = |a, b, which| {
+            self.part(a, b, which, pairs)
+                .or_else(|| self.part(b, a, which, pairs))
+        };
         // x1 · c and x2 · s, either operand first.
         let (m1, p, q) = product(o1e.inputs[0])?;
         let (m2, u, v) = product(o1e.inputs[1])?;
-        let (x, x1, x1e, c) = self.half(p, q, 0).or_else(|| self.half(q, p, 0))?;
-        let (x_, x2, x2e, s) = self.half(u, v, 1).or_else(|| self.half(v, u, 1))?;
-        let (m3, m4) = (o2e.inputs[0], o2e.inputs[1]);
-        let (m3, a3, b3) = product(m3)?;
-        let (m4, a4, b4) = product(m4)?;
+        let (x, x1, x1e, c) = part(p, q, 0)?;
+        let (x_, x2, x2e, s) = part(u, v, 1)?;
+        let (m3, a3, b3) = product(o2e.inputs[0])?;
+        let (m4, a4, b4) = product(o2e.inputs[1])?;
         let has = |a, b, want: [ValueRef; 2]| {
             (a, b) == (want[0], want[1]) || (b, a) == (want[0], want[1])
         };
@@ -209,24 +274,22 @@ impl Graph<'_> {
         let half_shape = self.shape(x1);
         let fits = x == x_
             && second
-            && self.shape(x) == out.shape
             && self.shape(c) == half_shape
             && self.shape(s) == half_shape
-            && self.all_of(out.dtype, &[x, c, s], &[m1, m2, m3, m4, o1i, o2i]);
-        fits.then(|| {
-            let interior = vec![x1e, x2e, m1, m2, m3, m4, o1i, o2i, k];
-            (Kind::RopeHalves, vec![x, c, s], interior)
-        })
+            && self.all_of(dtype, &[x, c, s], &[m1, m2, m3, m4, o1i, o2i]);
+        fits.then(|| (x, c, s, vec![x1e, x2e, m1, m2, m3, m4, o1i, o2i]))
     }
 
-    /// When `slice` is half `which` (0: first, 1: second) of the last axis
-    /// of some x, read only by the two products of the rope: (x, the slice,
-    /// its entry, the other operand).
-    fn half(
+    /// When `slice` is part `which` (0 or 1) of the last axis of some x,
+    /// read only by the two products of the rope: its first or second half,
+    /// or (`pairs`) its even or odd elements. Returns (x, the slice, its
+    /// entry, the other operand).
+    fn part(
         &self,
         slice: ValueRef,
         other: ValueRef,
         which: i32,
+        pairs: bool,
     ) -> Option<(ValueRef, ValueRef, usize, ValueRef)> {
         let ValueRef::Entry { entry, output: 0 } = slice else {
             return None;
@@ -237,16 +300,26 @@ impl Graph<'_> {
         let xs = self.shape(x);
         let n = xs.len();
         let h = *xs.last()? / 2;
-        let full = |i: usize| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i];
+        let full =
+            |i: usize| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i] && sl.strides[i] == 1;
+        // Start, end and stride along the last axis.
+        let last = if pairs {
+            (which, 2 * h, 2)
+        } else {
+            (which * h, (which + 1) * h, 1)
+        };
         let fits = self.readers[entry] == 2
             && n > 0
             && xs[n - 1] == 2 * h
-            && sl.start_indices.len() == n
-            && sl.end_indices.len() == n
-            && sl.strides.iter().all(|&s| s == 1)
+            && [&sl.start_indices, &sl.end_indices, &sl.strides]
+                .iter()
+                .all(|v| v.len() == n)
             && (0..n - 1).all(full)
-            && sl.start_indices[n - 1] == which * h
-            && sl.end_indices[n - 1] == (which + 1) * h;
+            && (
+                sl.start_indices[n - 1],
+                sl.end_indices[n - 1],
+                sl.strides[n - 1],
+            ) == last;
         fits.then_some((x, slice, entry, other))
     }
 

@@ -34,6 +34,10 @@ pub enum Kind {
     /// x1 · s + x2 · c)` with x1, x2 the halves of x's last axis and c, s
     /// shaped like them.
     RopeHalves,
+    /// As [`Kind::RopeHalves`] with x1, x2 the even and odd elements of
+    /// x's last axis, the results interleaved the same way (MLX's
+    /// `traditional` rope).
+    RopePairs,
 }
 
 /// A recognised subgraph run as one kernel.
@@ -58,6 +62,7 @@ impl PrimitiveState for Recognized {
         match self.kind {
             Kind::RmsNorm => "RecognizedRMSNorm",
             Kind::RopeHalves => "RecognizedRoPE",
+            Kind::RopePairs => "RecognizedRoPEPairs",
         }
     }
     fn state_names(&self) -> &'static [&'static str] {
@@ -93,7 +98,11 @@ impl Primitive for Recognized {
         let dtypes: Vec<Dtype> = inputs.iter().map(|s| s.dtype).collect();
         let out = match (self.kind, &dtypes[..]) {
             (Kind::RmsNorm, [F32, F32, F32, t]) if is_kernel_dtype(*t) => *t,
-            (Kind::RopeHalves, [t, u, v]) if is_kernel_dtype(*t) && t == u && u == v => *t,
+            (Kind::RopeHalves | Kind::RopePairs, [t, u, v])
+                if is_kernel_dtype(*t) && t == u && u == v =>
+            {
+                *t
+            }
             _ => {
                 return Err(Error::invalid(
                     self.name(),
@@ -111,11 +120,14 @@ impl Primitive for Recognized {
             (Kind::RmsNorm, F32) => rms_norm::<f32>(inputs, out_slice(&mut buf)?)?,
             (Kind::RmsNorm, Dtype::Bfloat16) => rms_norm::<bf16>(inputs, out_slice(&mut buf)?)?,
             (Kind::RmsNorm, _) => rms_norm::<f16>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RopeHalves, F32) => rope_halves::<f32>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopeHalves, F32) => rope::<f32, false>(inputs, out_slice(&mut buf)?)?,
             (Kind::RopeHalves, Dtype::Bfloat16) => {
-                rope_halves::<bf16>(inputs, out_slice(&mut buf)?)?
+                rope::<bf16, false>(inputs, out_slice(&mut buf)?)?
             }
-            (Kind::RopeHalves, _) => rope_halves::<f16>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopeHalves, _) => rope::<f16, false>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopePairs, F32) => rope::<f32, true>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopePairs, Dtype::Bfloat16) => rope::<bf16, true>(inputs, out_slice(&mut buf)?)?,
+            (Kind::RopePairs, _) => rope::<f16, true>(inputs, out_slice(&mut buf)?)?,
         }
         Ok(vec![Data::contiguous(buf, &out.shape)])
     }
@@ -193,9 +205,10 @@ fn rms_norm<T: Float + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
     Ok(())
 }
 
-/// `x1 · c − x2 · s` and `x1 · s + x2 · c` side by side, row by row, each
-/// operation rounded to `T`.
-fn rope_halves<T: Num + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
+/// `x1 · c − x2 · s` and `x1 · s + x2 · c`, row by row, each operation
+/// rounded to `T`: x1, x2 and the two results are the halves of a row, or
+/// (`PAIRS`) its even and odd elements.
+fn rope<T: Num + Element, const PAIRS: bool>(inputs: &[Array], out: &mut [T]) -> Result<()> {
     let [x, c, s, ..] = inputs else {
         return Err(Error::invalid("RecognizedRoPE", "expected 3 inputs"));
     };
@@ -215,8 +228,27 @@ fn rope_halves<T: Num + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> 
     let at = |v: &[T], (start, stride): (isize, isize), j: usize| {
         v[(start + j as isize * stride) as usize]
     };
+    // Where the j-th x1 and x2 (and results) sit in a row.
+    let place = |j: usize| {
+        if PAIRS {
+            (2 * j, 2 * j + 1)
+        } else {
+            (j, j + h)
+        }
+    };
     let row = |(r, o): (usize, &mut [T])| {
         let ((x0, xs), (c0, cs), (s0, ss)) = (xr[r], cr[r], sr[r]);
+        if xs == 1 && cs == 1 && ss == 1 && PAIRS {
+            // Runs in place: slices.
+            let (x0, c0, s0) = (x0 as usize, c0 as usize, s0 as usize);
+            let xr = xv[x0..x0 + width].chunks_exact(2);
+            let (c, s) = (&cv[c0..c0 + h], &sv[s0..s0 + h]);
+            for (((p, o), &cj), &sj) in xr.zip(o.chunks_exact_mut(2)).zip(c).zip(s) {
+                o[0] = p[0].mul(cj).sub(p[1].mul(sj));
+                o[1] = p[0].mul(sj).add(p[1].mul(cj));
+            }
+            return;
+        }
         if xs == 1 && cs == 1 && ss == 1 {
             // Runs in place: slices, which the compiler vectorizes.
             let (x0, c0, s0) = (x0 as usize, c0 as usize, s0 as usize);
@@ -230,10 +262,11 @@ fn rope_halves<T: Num + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> 
             return;
         }
         for j in 0..h {
-            let (x1, x2) = (at(xv, xr[r], j), at(xv, xr[r], j + h));
+            let (i1, i2) = place(j);
+            let (x1, x2) = (at(xv, xr[r], i1), at(xv, xr[r], i2));
             let (cj, sj) = (at(cv, cr[r], j), at(sv, sr[r], j));
-            o[j] = x1.mul(cj).sub(x2.mul(sj));
-            o[h + j] = x1.mul(sj).add(x2.mul(cj));
+            o[i1] = x1.mul(cj).sub(x2.mul(sj));
+            o[i2] = x1.mul(sj).add(x2.mul(cj));
         }
     };
     if width == 0 {

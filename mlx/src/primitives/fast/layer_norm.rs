@@ -107,16 +107,17 @@ impl Primitive for LayerNorm {
     }
 }
 
-/// `(x − mean) · rsqrt(var + eps)` in float32, cast back, then `· w + b`.
+/// `(x − mean) · rsqrt(var + eps)` in float32, cast back, then `· w + b`
+/// (no cast recorded where the type is already right, as in MLX).
 fn fallback_graph(p: &LayerNorm, inputs: &[Array]) -> Result<Array> {
     arity("LayerNorm", inputs, 3)?;
     let (x, w, b) = (&inputs[0], &inputs[1], &inputs[2]);
-    let x32 = ops::astype(x, Dtype::Float32)?;
+    let x32 = cast_to(x, Dtype::Float32)?;
     let mu = ops::mean(&x32, &[-1], true)?;
     let xc = ops::subtract(&x32, &mu)?;
     let v = ops::mean(&ops::square(&xc)?, &[-1], true)?;
     let n = ops::rsqrt(&ops::add(&v, &Array::scalar(p.eps))?)?;
-    let mut y = ops::astype(&ops::multiply(&xc, &n)?, x.dtype())?;
+    let mut y = cast_to(&ops::multiply(&xc, &n)?, x.dtype())?;
     // 0-d weight and bias are the `1` and `0` MLX passes when absent.
     if w.ndim() != 0 {
         y = ops::multiply(&y, w)?;

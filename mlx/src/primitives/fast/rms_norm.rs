@@ -94,13 +94,16 @@ impl Primitive for RMSNorm {
 }
 
 /// `x · rsqrt(mean(x², -1) + eps)` in float32, cast back, times the weight.
+/// Casts to the type a value has are not recorded: MLX's `astype` returns
+/// such a value as it is, and a decomposed export should hold the graph
+/// MLX's own files hold (which imports recognise as one kernel).
 fn fallback_graph(p: &RMSNorm, inputs: &[Array]) -> Result<Array> {
     arity("RMSNorm", inputs, 2)?;
     let (x, w) = (&inputs[0], &inputs[1]);
-    let x32 = ops::astype(x, Dtype::Float32)?;
+    let x32 = cast_to(x, Dtype::Float32)?;
     let ms = ops::mean(&ops::square(&x32)?, &[-1], true)?;
     let n = ops::rsqrt(&ops::add(&ms, &Array::scalar(p.eps))?)?;
-    let y = ops::astype(&ops::multiply(&x32, &n)?, x.dtype())?;
+    let y = cast_to(&ops::multiply(&x32, &n)?, x.dtype())?;
     // A 0-d weight is the `1` MLX passes when no weight was given.
     if w.ndim() == 0 {
         Ok(y)

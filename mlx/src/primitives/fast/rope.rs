@@ -379,8 +379,8 @@ fn fallback_graph(p: &RoPE, inputs: &[Array]) -> Result<Array> {
         )?)?,
     };
     let theta = ops::multiply(&ops::expand_dims(&positions, &[-1])?, &inv_freqs)?;
-    let coss = ops::astype(&ops::cos(&theta)?, dtype)?;
-    let sins = ops::astype(&ops::sin(&theta)?, dtype)?;
+    let coss = cast_to(&ops::cos(&theta)?, dtype)?;
+    let sins = cast_to(&ops::sin(&theta)?, dtype)?;
     let rotate = |x1: &Array, x2: &Array| -> Result<[Array; 2]> {
         let (a, c) = (ops::multiply(x1, &coss)?, ops::multiply(x1, &sins)?);
         let (d, e) = (ops::multiply(x2, &sins)?, ops::multiply(x2, &coss)?);
