@@ -641,13 +641,14 @@ mod tests {
         }
     }
 
-    /// `fast.rms_norm` and the `traditional` rope exported decomposed (the
-    /// graphs MLX's CPU build records, no cast where the type is already
-    /// right) import as one kernel each, in every kernel dtype, and give
-    /// the file graph's bits: with a weight that is not all ones, and the
-    /// rope over a strided view (a transpose, as attention's heads are).
+    /// `fast.rms_norm` and ropes exported decomposed (the graphs MLX's CPU
+    /// build records, no cast where the type is already right) import as
+    /// one kernel each, in every kernel dtype, and give the file graph's
+    /// bits: with a weight that is not all ones; `traditional` ropes over a
+    /// transposed view (as attention's heads are) and over one whose last
+    /// axis is strided; both kinds over part of the last axis.
     #[test]
-    fn recognised_library_norms_and_traditional_ropes_give_the_graphs_bits() {
+    fn recognised_library_norms_and_ropes_give_the_graphs_bits() {
         use crate::transforms::tracing::replay_recorded;
         use crate::{fast, ops, random, Dtype};
         for dtype in [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16] {
@@ -661,9 +662,14 @@ mod tests {
                 let heads = ops::transpose(&n, &[0, 2, 1, 3])?;
                 // And over a view whose last axis is strided.
                 let cols = ops::swapaxes(&heads, 2, 3)?;
+                // Its own x: the partial ropes' pass-through slices of one
+                // x would be one entry, read by both.
+                let twice = ops::add(&heads, &heads)?;
                 Ok(vec![
                     fast::rope(&heads, 16, true, Some(10000.0), 1.0, 3, None)?,
                     fast::rope(&cols, 6, true, Some(10000.0), 1.0, 0, None)?,
+                    fast::rope(&heads, 8, true, Some(10000.0), 1.0, 1, None)?,
+                    fast::rope(&twice, 8, false, Some(10000.0), 1.0, 2, None)?,
                 ])
             };
             let args = [normal(3, &[1, 6, 2, 16]), normal(4, &[16])];
@@ -681,14 +687,16 @@ mod tests {
             std::fs::remove_file(&path).unwrap();
             let run = names(&g.runnable[0]);
             assert!(run.contains(&"RecognizedRMSNorm"), "{dtype}: {run:?}");
-            let pairs = run.iter().filter(|&&n| n == "RecognizedRoPEPairs").count();
-            assert_eq!(pairs, 2, "{dtype}: {run:?}");
+            let count = |name| run.iter().filter(|&&n| n == name).count();
+            assert_eq!(count("RecognizedRoPEPairs"), 3, "{dtype}: {run:?}");
+            assert_eq!(count("RecognizedRoPE"), 1, "{dtype}: {run:?}");
             let got = g.call(&args).unwrap();
             let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
             crate::eval(&got).unwrap();
             crate::eval(&file).unwrap();
             assert_eq!(got[0].shape(), &[1, 2, 6, 16]);
             assert_eq!(got[1].shape(), &[1, 2, 16, 6]);
+            assert_eq!(got.len(), 4);
             for (g, f) in got.iter().zip(&file) {
                 assert_eq!(g.dtype(), dtype);
                 assert_eq!(bytes(g), bytes(f), "{dtype}");

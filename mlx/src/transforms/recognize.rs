@@ -6,8 +6,8 @@
 //! give; what goes is the dispatch and the intermediate arrays of a dozen
 //! small kernels per layer, which a decode step pays with cold caches.
 //! Both ropes are recognised: on the halves of the last axis and, as
-//! `traditional`, on its even and odd elements; a rope over part of the
-//! axis stays plain.
+//! `traditional`, on its even and odd elements, over all of the axis or
+//! its first `dims` (the rest passed through).
 //!
 //! Matched only where every intermediate has no other reader, so no work
 //! is done twice and the entries the kernel replaces can be dropped.
@@ -183,9 +183,10 @@ impl Graph<'_> {
         })
     }
 
-    /// MLX's rope (not `traditional`) on the two halves of x's last axis:
-    /// `concat(x1 · c − x2 · s, x1 · s + x2 · c)`, rooted at the concatenate
-    /// `k`.
+    /// MLX's rope (not `traditional`) on the two halves of the first
+    /// `dims` of x's last axis: `concat(x1 · c − x2 · s, x1 · s + x2 · c)`,
+    /// then x's other elements when `dims` is less than the axis, rooted at
+    /// the concatenate `k`.
     fn rope(&self, k: usize) -> Option<Match> {
         let root = &self.tape.entries[k];
         let cat = root.primitive.as_any().downcast_ref::<Concatenate>()?;
@@ -193,27 +194,43 @@ impl Graph<'_> {
         if !is_last_axis(cat.axis, out.shape.len()) {
             return None;
         }
-        let [o1, o2] = root.inputs[..] else {
-            return None;
+        let (o1, o2, tail) = match root.inputs[..] {
+            [o1, o2] => (o1, o2, None),
+            [o1, o2, t] => (o1, o2, Some(t)),
+            _ => return None,
         };
-        let (x, c, s, mut interior) = self.rotation(o1, o2, false)?;
+        let (x, c, s, mut interior, dims) = self.rotation(o1, o2, false)?;
+        let tail = self.rest(tail, x, dims)?;
         (self.shape(x) == out.shape).then(|| {
+            interior.extend(tail);
             interior.push(k);
             (Kind::RopeHalves, vec![x, c, s], interior)
         })
     }
 
-    /// MLX's `traditional` rope, on the even and odd elements of x's last
-    /// axis: each of `x1 · c − x2 · s` and `x1 · s + x2 · c` given a
-    /// trailing axis, the two concatenated on it and the pairs reshaped to
-    /// x's shape, rooted at the reshape `k`.
+    /// MLX's `traditional` rope, on the even and odd elements of the first
+    /// `dims` of x's last axis: each of `x1 · c − x2 · s` and
+    /// `x1 · s + x2 · c` given a trailing axis, the two concatenated on it
+    /// and the pairs reshaped back, rooted at that reshape `k`, or at the
+    /// concatenate `k` that appends x's other elements when `dims` is less
+    /// than the axis.
     fn rope_pairs(&self, k: usize) -> Option<Match> {
         let root = &self.tape.entries[k];
         let out = &root.outputs[0];
-        if root.primitive.name() != "Reshape" {
+        let (reshape, tail) = match root.primitive.as_any().downcast_ref::<Concatenate>() {
+            Some(cat) if is_last_axis(cat.axis, out.shape.len()) => {
+                let [r, t] = root.inputs[..] else {
+                    return None;
+                };
+                (self.sole(r, "Reshape")?.0, Some(t))
+            }
+            _ => (k, None),
+        };
+        let re = &self.tape.entries[reshape];
+        if re.primitive.name() != "Reshape" {
             return None;
         }
-        let (cat, cate) = self.sole(root.inputs[0], "Concatenate")?;
+        let (cat, cate) = self.sole(re.inputs[0], "Concatenate")?;
         let axis = cate.primitive.as_any().downcast_ref::<Concatenate>()?.axis;
         let [e1, e2] = cate.inputs[..] else {
             return None;
@@ -226,24 +243,35 @@ impl Graph<'_> {
             (ee.outputs[0].shape == shape).then_some((i, ee.inputs[0]))
         };
         let ((e1, o1), (e2, o2)) = (expanded(e1)?, expanded(e2)?);
-        let (x, c, s, mut interior) = self.rotation(o1, o2, true)?;
-        let fits = is_last_axis(axis, cate.outputs[0].shape.len()) && self.shape(x) == out.shape;
+        let (x, c, s, mut interior, dims) = self.rotation(o1, o2, true)?;
+        let tail = self.rest(tail, x, dims)?;
+        let mut rotated = self.shape(x);
+        *rotated.last_mut()? = dims;
+        let fits = is_last_axis(axis, cate.outputs[0].shape.len())
+            && re.outputs[0].shape == rotated
+            && self.shape(x) == out.shape;
         fits.then(|| {
-            interior.extend([e1, e2, cat, k]);
+            interior.extend([e1, e2, cat]);
+            interior.extend(tail);
+            if reshape != k {
+                interior.push(reshape);
+            }
+            interior.push(k);
             (Kind::RopePairs, vec![x, c, s], interior)
         })
     }
 
     /// The rotation of both ropes: `o1 = x1 · c − x2 · s` and
-    /// `o2 = x1 · s + x2 · c`, x1 and x2 the halves of x's last axis
-    /// (`pairs` false) or its even and odd elements (true), all in one of
-    /// the kernels' dtypes. Returns x, c, s and the matched entries.
+    /// `o2 = x1 · s + x2 · c`, x1 and x2 the halves of the first `dims` of
+    /// x's last axis (`pairs` false) or their even and odd elements (true),
+    /// all in one of the kernels' dtypes. Returns x, c, s, the matched
+    /// entries and `dims`.
     fn rotation(
         &self,
         o1: ValueRef,
         o2: ValueRef,
         pairs: bool,
-    ) -> Option<(ValueRef, ValueRef, ValueRef, Vec<usize>)> {
+    ) -> Option<(ValueRef, ValueRef, ValueRef, Vec<usize>, i32)> {
         let (o1i, o1e) = self.sole(o1, "Subtract")?;
         let (o2i, o2e) = self.sole(o2, "Add")?;
         let dtype = o1e.outputs[0].dtype;
@@ -261,8 +289,8 @@ impl Graph<'_> {
         // x1 · c and x2 · s, either operand first.
         let (m1, p, q) = product(o1e.inputs[0])?;
         let (m2, u, v) = product(o1e.inputs[1])?;
-        let (x, x1, x1e, c) = part(p, q, 0)?;
-        let (x_, x2, x2e, s) = part(u, v, 1)?;
+        let (x, x1, x1e, c, dims) = part(p, q, 0)?;
+        let (x_, x2, x2e, s, dims_) = part(u, v, 1)?;
         let (m3, a3, b3) = product(o2e.inputs[0])?;
         let (m4, a4, b4) = product(o2e.inputs[1])?;
         let has = |a, b, want: [ValueRef; 2]| {
@@ -273,24 +301,25 @@ impl Graph<'_> {
             || (has(a3, b3, [x2, c]) && has(a4, b4, [x1, s]));
         let half_shape = self.shape(x1);
         let fits = x == x_
+            && dims == dims_
             && second
             && self.shape(c) == half_shape
             && self.shape(s) == half_shape
             && self.all_of(dtype, &[x, c, s], &[m1, m2, m3, m4, o1i, o2i]);
-        fits.then(|| (x, c, s, vec![x1e, x2e, m1, m2, m3, m4, o1i, o2i]))
+        fits.then(|| (x, c, s, vec![x1e, x2e, m1, m2, m3, m4, o1i, o2i], dims))
     }
 
-    /// When `slice` is part `which` (0 or 1) of the last axis of some x,
-    /// read only by the two products of the rope: its first or second half,
-    /// or (`pairs`) its even or odd elements. Returns (x, the slice, its
-    /// entry, the other operand).
+    /// When `slice` is part `which` (0 or 1) of the first `dims` (even) of
+    /// the last axis of some x, read only by the two products of the rope:
+    /// their first or second half, or (`pairs`) their even or odd elements.
+    /// Returns (x, the slice, its entry, the other operand, `dims`).
     fn part(
         &self,
         slice: ValueRef,
         other: ValueRef,
         which: i32,
         pairs: bool,
-    ) -> Option<(ValueRef, ValueRef, usize, ValueRef)> {
+    ) -> Option<(ValueRef, ValueRef, usize, ValueRef, i32)> {
         let ValueRef::Entry { entry, output: 0 } = slice else {
             return None;
         };
@@ -299,28 +328,68 @@ impl Graph<'_> {
         let x = e.inputs[0];
         let xs = self.shape(x);
         let n = xs.len();
-        let h = *xs.last()? / 2;
-        let full =
-            |i: usize| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i] && sl.strides[i] == 1;
-        // Start, end and stride along the last axis.
-        let last = if pairs {
-            (which, 2 * h, 2)
+        if n == 0
+            || self.readers[entry] != 2
+            || [&sl.start_indices, &sl.end_indices, &sl.strides]
+                .iter()
+                .any(|v| v.len() != n)
+            || !self.leading_axes_whole(sl, &xs)
+        {
+            return None;
+        }
+        let (start, end, stride) = (
+            sl.start_indices[n - 1],
+            sl.end_indices[n - 1],
+            sl.strides[n - 1],
+        );
+        // The rotated width, and the start and stride it implies.
+        let (dims, want) = if pairs {
+            (end, (which, 2))
+        } else if which == 0 {
+            (2 * end, (0, 1))
         } else {
-            (which * h, (which + 1) * h, 1)
+            (2 * start, (start, 1))
         };
-        let fits = self.readers[entry] == 2
-            && n > 0
-            && xs[n - 1] == 2 * h
+        let fits = (start, stride) == want
+            && dims > 0
+            && dims % 2 == 0
+            && dims <= xs[n - 1]
+            && (pairs || end == (which + 1) * dims / 2);
+        fits.then_some((x, slice, entry, other, dims))
+    }
+
+    /// Whether a slice of a value shaped `xs` takes every element of each
+    /// axis but the last.
+    fn leading_axes_whole(&self, sl: &Slice, xs: &[i32]) -> bool {
+        (0..xs.len() - 1)
+            .all(|i| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i] && sl.strides[i] == 1)
+    }
+
+    /// The entries that carry x's elements past the rotated `dims`: none
+    /// when `tail` is absent and `dims` spans the axis; the slice
+    /// `x[..., dims:]` when `tail` is that slice, read only by the rope's
+    /// concatenate. None when neither holds.
+    fn rest(&self, tail: Option<ValueRef>, x: ValueRef, dims: i32) -> Option<Option<usize>> {
+        let xs = self.shape(x);
+        let width = *xs.last()?;
+        let Some(t) = tail else {
+            return (dims == width).then_some(None);
+        };
+        let (i, e) = self.sole(t, "Slice")?;
+        let sl = e.primitive.as_any().downcast_ref::<Slice>()?;
+        let n = xs.len();
+        let fits = e.inputs[0] == x
+            && dims < width
             && [&sl.start_indices, &sl.end_indices, &sl.strides]
                 .iter()
                 .all(|v| v.len() == n)
-            && (0..n - 1).all(full)
+            && self.leading_axes_whole(sl, &xs)
             && (
                 sl.start_indices[n - 1],
                 sl.end_indices[n - 1],
                 sl.strides[n - 1],
-            ) == last;
-        fits.then_some((x, slice, entry, other))
+            ) == (dims, width, 1);
+        fits.then_some(Some(i))
     }
 
     /// The entry that replaces a match: its steps are the matched entries,

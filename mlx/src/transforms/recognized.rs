@@ -31,11 +31,11 @@ pub enum Kind {
     /// to first.
     RmsNorm,
     /// Inputs (x, c, s), all of the output's dtype: `concat(x1 · c − x2 · s,
-    /// x1 · s + x2 · c)` with x1, x2 the halves of x's last axis and c, s
-    /// shaped like them.
+    /// x1 · s + x2 · c)` with x1, x2 the halves of the first `dims` of x's
+    /// last axis and c, s shaped like them, then x's other elements.
     RopeHalves,
     /// As [`Kind::RopeHalves`] with x1, x2 the even and odd elements of
-    /// x's last axis, the results interleaved the same way (MLX's
+    /// the first `dims`, the results interleaved the same way (MLX's
     /// `traditional` rope).
     RopePairs,
 }
@@ -206,14 +206,20 @@ fn rms_norm<T: Float + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
 }
 
 /// `x1 · c − x2 · s` and `x1 · s + x2 · c`, row by row, each operation
-/// rounded to `T`: x1, x2 and the two results are the halves of a row, or
-/// (`PAIRS`) its even and odd elements.
+/// rounded to `T`: x1, x2 and the two results are the halves of a row's
+/// first `2h` elements (h: c's last axis), or (`PAIRS`) their even and odd
+/// elements; the rest of the row passes through.
 fn rope<T: Num + Element, const PAIRS: bool>(inputs: &[Array], out: &mut [T]) -> Result<()> {
     let [x, c, s, ..] = inputs else {
         return Err(Error::invalid("RecognizedRoPE", "expected 3 inputs"));
     };
     let width = *x.shape().last().unwrap_or(&0) as usize;
-    let h = width / 2;
+    // c holds one value per pair: the first 2h of a row rotate.
+    let h = *c.shape().last().unwrap_or(&0) as usize;
+    let dims = 2 * h;
+    if dims > width {
+        return Err(Error::invalid("RecognizedRoPE", "rotates more than a row"));
+    }
     let (xd, cd, sd) = (x.data()?, c.data()?, s.data()?);
     let (xr, cr, sr) = (
         row_starts(&xd, x.shape()),
@@ -238,26 +244,29 @@ fn rope<T: Num + Element, const PAIRS: bool>(inputs: &[Array], out: &mut [T]) ->
     };
     let row = |(r, o): (usize, &mut [T])| {
         let ((x0, xs), (c0, cs), (s0, ss)) = (xr[r], cr[r], sr[r]);
-        if xs == 1 && cs == 1 && ss == 1 && PAIRS {
-            // Runs in place: slices.
-            let (x0, c0, s0) = (x0 as usize, c0 as usize, s0 as usize);
-            let xr = xv[x0..x0 + width].chunks_exact(2);
-            let (c, s) = (&cv[c0..c0 + h], &sv[s0..s0 + h]);
-            for (((p, o), &cj), &sj) in xr.zip(o.chunks_exact_mut(2)).zip(c).zip(s) {
-                o[0] = p[0].mul(cj).sub(p[1].mul(sj));
-                o[1] = p[0].mul(sj).add(p[1].mul(cj));
-            }
-            return;
+        let (o, rest) = o.split_at_mut(dims);
+        // The elements past the rotated ones pass through.
+        for (j, o) in rest.iter_mut().enumerate() {
+            *o = at(xv, xr[r], dims + j);
         }
         if xs == 1 && cs == 1 && ss == 1 {
             // Runs in place: slices, which the compiler vectorizes.
             let (x0, c0, s0) = (x0 as usize, c0 as usize, s0 as usize);
-            let (x1, x2) = (&xv[x0..x0 + h], &xv[x0 + h..x0 + width]);
+            let xrow = &xv[x0..x0 + dims];
             let (c, s) = (&cv[c0..c0 + h], &sv[s0..s0 + h]);
-            let (o1, o2) = o.split_at_mut(h);
-            for (j, (o1, o2)) in o1.iter_mut().zip(o2).enumerate() {
-                *o1 = x1[j].mul(c[j]).sub(x2[j].mul(s[j]));
-                *o2 = x1[j].mul(s[j]).add(x2[j].mul(c[j]));
+            if PAIRS {
+                let pairs = xrow.chunks_exact(2).zip(o.chunks_exact_mut(2));
+                for (((p, o), &cj), &sj) in pairs.zip(c).zip(s) {
+                    o[0] = p[0].mul(cj).sub(p[1].mul(sj));
+                    o[1] = p[0].mul(sj).add(p[1].mul(cj));
+                }
+            } else {
+                let (x1, x2) = xrow.split_at(h);
+                let (o1, o2) = o.split_at_mut(h);
+                for (j, (o1, o2)) in o1.iter_mut().zip(o2).enumerate() {
+                    *o1 = x1[j].mul(c[j]).sub(x2[j].mul(s[j]));
+                    *o2 = x1[j].mul(s[j]).add(x2[j].mul(c[j]));
+                }
             }
             return;
         }
