@@ -48,6 +48,26 @@ pub fn recognize(tape: &mut Tape, constants: &[Array]) {
     super::simplify::remove_dead(tape);
 }
 
+/// The start, end and stride along the last axis of a slice of a value
+/// shaped `xs` that takes every element of each other axis; None for any
+/// other slice.
+fn last_axis_range(sl: &Slice, xs: &[i32]) -> Option<(i32, i32, i32)> {
+    let n = xs.len();
+    let parts = [&sl.start_indices, &sl.end_indices, &sl.strides];
+    if n == 0 || parts.iter().any(|v| v.len() != n) {
+        return None;
+    }
+    let whole = (0..n - 1)
+        .all(|i| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i] && sl.strides[i] == 1);
+    whole.then(|| {
+        (
+            sl.start_indices[n - 1],
+            sl.end_indices[n - 1],
+            sl.strides[n - 1],
+        )
+    })
+}
+
 /// Whether `axis` names the last of `ndim` axes.
 fn is_last_axis(axis: i32, ndim: usize) -> bool {
     axis == -1 || axis == ndim as i32 - 1
@@ -327,21 +347,10 @@ impl Graph<'_> {
         let sl = e.primitive.as_any().downcast_ref::<Slice>()?;
         let x = e.inputs[0];
         let xs = self.shape(x);
-        let n = xs.len();
-        if n == 0
-            || self.readers[entry] != 2
-            || [&sl.start_indices, &sl.end_indices, &sl.strides]
-                .iter()
-                .any(|v| v.len() != n)
-            || !self.leading_axes_whole(sl, &xs)
-        {
+        if self.readers[entry] != 2 {
             return None;
         }
-        let (start, end, stride) = (
-            sl.start_indices[n - 1],
-            sl.end_indices[n - 1],
-            sl.strides[n - 1],
-        );
+        let (start, end, stride) = last_axis_range(sl, &xs)?;
         // The rotated width, and the start and stride it implies.
         let (dims, want) = if pairs {
             (end, (which, 2))
@@ -353,16 +362,9 @@ impl Graph<'_> {
         let fits = (start, stride) == want
             && dims > 0
             && dims % 2 == 0
-            && dims <= xs[n - 1]
+            && dims <= *xs.last()?
             && (pairs || end == (which + 1) * dims / 2);
         fits.then_some((x, slice, entry, other, dims))
-    }
-
-    /// Whether a slice of a value shaped `xs` takes every element of each
-    /// axis but the last.
-    fn leading_axes_whole(&self, sl: &Slice, xs: &[i32]) -> bool {
-        (0..xs.len() - 1)
-            .all(|i| sl.start_indices[i] == 0 && sl.end_indices[i] == xs[i] && sl.strides[i] == 1)
     }
 
     /// The entries that carry x's elements past the rotated `dims`: none
@@ -377,18 +379,8 @@ impl Graph<'_> {
         };
         let (i, e) = self.sole(t, "Slice")?;
         let sl = e.primitive.as_any().downcast_ref::<Slice>()?;
-        let n = xs.len();
-        let fits = e.inputs[0] == x
-            && dims < width
-            && [&sl.start_indices, &sl.end_indices, &sl.strides]
-                .iter()
-                .all(|v| v.len() == n)
-            && self.leading_axes_whole(sl, &xs)
-            && (
-                sl.start_indices[n - 1],
-                sl.end_indices[n - 1],
-                sl.strides[n - 1],
-            ) == (dims, width, 1);
+        let fits =
+            e.inputs[0] == x && dims < width && last_axis_range(sl, &xs)? == (dims, width, 1);
         fits.then_some(Some(i))
     }
 
