@@ -577,6 +577,48 @@ mod tests {
         }
     }
 
+    /// Normal random values of `shape`, drawn in float32 and cast to `dtype`.
+    fn normal_in(dtype: crate::Dtype, seed: u64, shape: &[i32]) -> crate::Array {
+        let k = crate::random::key(seed);
+        let a = crate::random::normal(shape, crate::Dtype::Float32, None, None, Some(&k)).unwrap();
+        crate::ops::astype(&a, dtype).unwrap()
+    }
+
+    /// `f` exported in MLX's format with its fast ops decomposed (the
+    /// graphs MLX's CPU build records) and imported; with the import's
+    /// outputs for `args` and those of the file's graph replayed plain,
+    /// both evaluated.
+    fn decomposed_round_trip(
+        name: &str,
+        f: impl Fn(&[crate::Array]) -> crate::Result<Vec<crate::Array>>,
+        args: &[crate::Array],
+    ) -> (
+        super::ImportedFunction,
+        Vec<crate::Array>,
+        Vec<crate::Array>,
+    ) {
+        let path =
+            std::env::temp_dir().join(format!("recognise-{name}-{}.mlxfn", std::process::id()));
+        let opts = crate::ExportOptions {
+            format: crate::Format::Mlx,
+            decompose_fast: true,
+            ..Default::default()
+        };
+        crate::export_function(&path, f, args, &opts).unwrap();
+        let g = super::import_function(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let got = g.call(args).unwrap();
+        let file = crate::transforms::tracing::replay_recorded(
+            &g.table.functions[0],
+            &g.table.constants,
+            args,
+        )
+        .unwrap();
+        crate::eval(&got).unwrap();
+        crate::eval(&file).unwrap();
+        (g, got, file)
+    }
+
     /// The same with a weight that is not all ones and several rows (the
     /// llama fixture's norm weights are ones), in float32, bfloat16 and
     /// float16: the graphs MLX's CPU build records for rms_norm and rope,
@@ -584,14 +626,8 @@ mod tests {
     /// for bit.
     #[test]
     fn recognised_kernels_follow_the_graph_with_any_weight() {
-        use crate::transforms::tracing::replay_recorded;
-        use crate::{fast, ops, random, Dtype};
+        use crate::{fast, ops, Dtype};
         for dtype in [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16] {
-            let normal = |seed, shape: &[i32]| {
-                let k = random::key(seed);
-                let a = random::normal(shape, Dtype::Float32, None, None, Some(&k)).unwrap();
-                ops::astype(&a, dtype).unwrap()
-            };
             // MLX's rms_norm fallback, op for op: statistics in float32,
             // `x · rsqrt(..)` cast back before the weight.
             let f = |a: &[crate::Array]| {
@@ -618,24 +654,14 @@ mod tests {
                     None,
                 )?])
             };
-            let args = [normal(1, &[2, 3, 7, 16]), normal(2, &[16])];
-            let path = std::env::temp_dir()
-                .join(format!("recognise-{}-{dtype}.mlxfn", std::process::id()));
-            let opts = crate::ExportOptions {
-                format: crate::Format::Mlx,
-                decompose_fast: true,
-                ..Default::default()
-            };
-            crate::export_function(&path, f, &args, &opts).unwrap();
-            let g = super::import_function(&path).unwrap();
-            std::fs::remove_file(&path).unwrap();
+            let args = [
+                normal_in(dtype, 1, &[2, 3, 7, 16]),
+                normal_in(dtype, 2, &[16]),
+            ];
+            let (g, got, file) = decomposed_round_trip(&format!("{dtype}"), f, &args);
             let run = names(&g.runnable[0]);
             assert!(run.contains(&"RecognizedRMSNorm"), "{dtype}: {run:?}");
             assert!(run.contains(&"RecognizedRoPE"), "{dtype}: {run:?}");
-            let got = g.call(&args).unwrap();
-            let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
-            crate::eval(&got).unwrap();
-            crate::eval(&file).unwrap();
             assert_eq!(got[0].dtype(), dtype);
             assert_eq!(bytes(&got[0]), bytes(&file[0]), "{dtype}");
         }
@@ -649,14 +675,8 @@ mod tests {
     /// axis is strided; both kinds over part of the last axis.
     #[test]
     fn recognised_library_norms_and_ropes_give_the_graphs_bits() {
-        use crate::transforms::tracing::replay_recorded;
-        use crate::{fast, ops, random, Dtype};
+        use crate::{fast, ops, Dtype};
         for dtype in [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16] {
-            let normal = |seed, shape: &[i32]| {
-                let k = random::key(seed);
-                let a = random::normal(shape, Dtype::Float32, None, None, Some(&k)).unwrap();
-                ops::astype(&a, dtype).unwrap()
-            };
             let f = |a: &[crate::Array]| {
                 let n = fast::rms_norm(&a[0], Some(&a[1]), 1e-5)?;
                 let heads = ops::transpose(&n, &[0, 2, 1, 3])?;
@@ -672,28 +692,16 @@ mod tests {
                     fast::rope(&twice, 8, false, Some(10000.0), 1.0, 2, None)?,
                 ])
             };
-            let args = [normal(3, &[1, 6, 2, 16]), normal(4, &[16])];
-            let path = std::env::temp_dir().join(format!(
-                "recognise-lib-{}-{dtype}.mlxfn",
-                std::process::id()
-            ));
-            let opts = crate::ExportOptions {
-                format: crate::Format::Mlx,
-                decompose_fast: true,
-                ..Default::default()
-            };
-            crate::export_function(&path, f, &args, &opts).unwrap();
-            let g = super::import_function(&path).unwrap();
-            std::fs::remove_file(&path).unwrap();
+            let args = [
+                normal_in(dtype, 3, &[1, 6, 2, 16]),
+                normal_in(dtype, 4, &[16]),
+            ];
+            let (g, got, file) = decomposed_round_trip(&format!("lib-{dtype}"), f, &args);
             let run = names(&g.runnable[0]);
             assert!(run.contains(&"RecognizedRMSNorm"), "{dtype}: {run:?}");
             let count = |name| run.iter().filter(|&&n| n == name).count();
             assert_eq!(count("RecognizedRoPEPairs"), 3, "{dtype}: {run:?}");
             assert_eq!(count("RecognizedRoPE"), 1, "{dtype}: {run:?}");
-            let got = g.call(&args).unwrap();
-            let file = replay_recorded(&g.table.functions[0], &g.table.constants, &args).unwrap();
-            crate::eval(&got).unwrap();
-            crate::eval(&file).unwrap();
             assert_eq!(got[0].shape(), &[1, 2, 6, 16]);
             assert_eq!(got[1].shape(), &[1, 2, 16, 6]);
             assert_eq!(got.len(), 4);

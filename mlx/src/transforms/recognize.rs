@@ -13,7 +13,7 @@
 //! is done twice and the entries the kernel replaces can be dropped.
 
 use super::fused::{Operand, Step};
-use super::recognized::{Kind, Recognized};
+use super::recognized::{is_kernel_dtype, Kind, Recognized};
 use super::tape::{input_index, reader_counts, spec_of_ref, Tape, TapeEntry, ValueRef};
 use crate::primitives::reduce::{Reduce, ReduceType};
 use crate::primitives::shape::{Broadcast, Concatenate, Slice};
@@ -72,9 +72,6 @@ fn last_axis_range(sl: &Slice, xs: &[i32]) -> Option<(i32, i32, i32)> {
 fn is_last_axis(axis: i32, ndim: usize) -> bool {
     axis == -1 || axis == ndim as i32 - 1
 }
-
-/// The dtypes the recognised kernels compute in.
-const HALF_OR_F32: [Dtype; 3] = [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16];
 
 /// A match: the kernel, its inputs in the kernel's order, and the entries
 /// it replaces (the root last).
@@ -156,7 +153,7 @@ impl Graph<'_> {
     fn rms_norm(&self, k: usize) -> Option<Match> {
         let root = &self.tape.entries[k];
         let dtype = root.outputs[0].dtype;
-        if root.primitive.name() != "Multiply" || !HALF_OR_F32.contains(&dtype) {
+        if root.primitive.name() != "Multiply" || !is_kernel_dtype(dtype) {
             return None;
         }
         let shape = &root.outputs[0].shape;
@@ -295,7 +292,7 @@ impl Graph<'_> {
         let (o1i, o1e) = self.sole(o1, "Subtract")?;
         let (o2i, o2e) = self.sole(o2, "Add")?;
         let dtype = o1e.outputs[0].dtype;
-        if !HALF_OR_F32.contains(&dtype) {
+        if !is_kernel_dtype(dtype) {
             return None;
         }
         let product = |r| {

@@ -116,18 +116,10 @@ impl Primitive for Recognized {
     fn eval(&self, inputs: &[Array], outputs: &[Spec]) -> Result<Vec<Data>> {
         let out = &outputs[0];
         let mut buf = fresh_output(out);
-        match (self.kind, out.dtype) {
-            (Kind::RmsNorm, F32) => rms_norm::<f32>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RmsNorm, Dtype::Bfloat16) => rms_norm::<bf16>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RmsNorm, _) => rms_norm::<f16>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RopeHalves, F32) => rope::<f32, false>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RopeHalves, Dtype::Bfloat16) => {
-                rope::<bf16, false>(inputs, out_slice(&mut buf)?)?
-            }
-            (Kind::RopeHalves, _) => rope::<f16, false>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RopePairs, F32) => rope::<f32, true>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RopePairs, Dtype::Bfloat16) => rope::<bf16, true>(inputs, out_slice(&mut buf)?)?,
-            (Kind::RopePairs, _) => rope::<f16, true>(inputs, out_slice(&mut buf)?)?,
+        match out.dtype {
+            F32 => run::<f32>(self.kind, inputs, out_slice(&mut buf)?)?,
+            Dtype::Bfloat16 => run::<bf16>(self.kind, inputs, out_slice(&mut buf)?)?,
+            _ => run::<f16>(self.kind, inputs, out_slice(&mut buf)?)?,
         }
         Ok(vec![Data::contiguous(buf, &out.shape)])
     }
@@ -144,8 +136,17 @@ impl Primitive for Recognized {
 
 const F32: Dtype = Dtype::Float32;
 
-/// float32, bfloat16 or float16.
-fn is_kernel_dtype(t: Dtype) -> bool {
+/// `kind`'s kernel in the output's type `T`.
+fn run<T: Float + Element>(kind: Kind, inputs: &[Array], out: &mut [T]) -> Result<()> {
+    match kind {
+        Kind::RmsNorm => rms_norm::<T>(inputs, out),
+        Kind::RopeHalves => rope::<T, false>(inputs, out),
+        Kind::RopePairs => rope::<T, true>(inputs, out),
+    }
+}
+
+/// float32, bfloat16 or float16: the types the kernels compute in.
+pub(super) fn is_kernel_dtype(t: Dtype) -> bool {
     matches!(t, Dtype::Float32 | Dtype::Bfloat16 | Dtype::Float16)
 }
 
