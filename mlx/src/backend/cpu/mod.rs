@@ -19,6 +19,8 @@ pub mod num;
 pub mod panel_gemm;
 pub mod qgemv;
 #[cfg(target_arch = "x86_64")]
+mod qgemv256;
+#[cfg(target_arch = "x86_64")]
 mod qgemv512;
 #[cfg(target_arch = "x86_64")]
 mod qgemv_vnni;

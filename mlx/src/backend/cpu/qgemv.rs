@@ -138,6 +138,7 @@ type RowsFn<S> = fn(&Args<'_, S>, usize, &mut [f32]);
 fn select_rows<S: Float>(blocked: bool, bits: usize, isa: Isa) -> RowsFn<S> {
     #[cfg(target_arch = "x86_64")]
     {
+        use super::qgemv256::rows as rows256;
         use super::qgemv512::rows as rows512;
         // SAFETY (each arm): `isa` is one the CPU has (see `qgemv_with`):
         // AVX-512F/DQ with AVX2 and FMA, or AVX2 and FMA, the features
@@ -147,9 +148,9 @@ fn select_rows<S: Float>(blocked: bool, bits: usize, isa: Isa) -> RowsFn<S> {
             (Isa::Avx512, true, 4) => return |a, r0, o| unsafe { rows512::<S, 4, 8>(a, r0, o) },
             (Isa::Avx512, true, 8) => return |a, r0, o| unsafe { rows512::<S, 8, 4>(a, r0, o) },
             (Isa::Portable, ..) => {}
-            (_, true, 2) => return |a, r0, o| unsafe { rows_fma::<S, 2, 16>(a, r0, o) },
-            (_, true, 4) => return |a, r0, o| unsafe { rows_fma::<S, 4, 8>(a, r0, o) },
-            (_, true, 8) => return |a, r0, o| unsafe { rows_fma::<S, 8, 4>(a, r0, o) },
+            (_, true, 2) => return |a, r0, o| unsafe { rows256::<S, 2, 16>(a, r0, o) },
+            (_, true, 4) => return |a, r0, o| unsafe { rows256::<S, 4, 8>(a, r0, o) },
+            (_, true, 8) => return |a, r0, o| unsafe { rows256::<S, 8, 4>(a, r0, o) },
             _ => return |a, r0, o| unsafe { grouped_fma(a, r0, o) },
         }
     }
@@ -163,11 +164,12 @@ fn select_rows<S: Float>(blocked: bool, bits: usize, isa: Isa) -> RowsFn<S> {
     }
 }
 
-/// [`rows_blocked`] compiled with AVX2 + FMA, using fused multiply-adds.
+/// [`rows_blocked`] compiled with AVX2 + FMA, using fused multiply-adds:
+/// the bits `qgemv256` (and, row by row, `qgemv512`) must give.
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA ([`has_fma`](super::simd::has_fma)).
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(test, target_arch = "x86_64"))]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn rows_fma<S: Float, const BITS: u32, const P: usize>(
     a: &Args<'_, S>,
@@ -228,14 +230,22 @@ fn permute(x: &[f32], bits: usize) -> Vec<f32> {
     xp
 }
 
-/// Σ_g b_g · Σ x_g for one row's biases.
+/// Σ_g b_g · Σ x_g for one row's biases: [`LANES`] partial sums (so the
+/// loop is one vector multiply and add per 8 groups), then the rest of the
+/// groups, then the partial sums in order.
 #[inline(always)]
 pub(super) fn bias_term<S: Float>(biases: &[S], xsums: &[f32]) -> f32 {
-    biases
-        .iter()
-        .zip(xsums)
+    let (b8, s8) = (biases.chunks_exact(LANES), xsums.chunks_exact(LANES));
+    let tail: f32 = (b8.remainder().iter().zip(s8.remainder()))
         .map(|(&b, &s)| b.to_f32() * s)
-        .sum()
+        .sum();
+    let mut lanes = [0f32; LANES];
+    for (b, s) in b8.zip(s8) {
+        for i in 0..LANES {
+            lanes[i] += b[i].to_f32() * s[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// `a * b + c`, fused when `FMA` (only in code compiled for FMA: elsewhere
@@ -309,7 +319,7 @@ const PREFETCH_BYTES: usize = 2048;
 
 /// Asks for the cache lines [`PREFETCH_BYTES`] past each of `row`'s.
 #[inline(always)]
-fn prefetch_ahead(row: &[u32]) {
+pub(super) fn prefetch_ahead(row: &[u32]) {
     #[cfg(target_arch = "x86_64")]
     for line in (0..row.len() * 4).step_by(64) {
         let ahead = row
@@ -494,6 +504,132 @@ mod tests {
                 );
                 prop_assert_eq!(a, b, "bits {} gs {} k {} n {}", bits, gs, k, n);
             }
+        }
+    }
+
+    /// The portable blocked kernel compiled with FMA, over all of `w`.
+    #[cfg(target_arch = "x86_64")]
+    fn portable_fma<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams) -> Vec<f32> {
+        let xsums: Vec<f32> = x.chunks(p.group_size).map(|c| c.iter().sum()).collect();
+        let xp = permute(x, p.bits);
+        let a = Args {
+            x,
+            xp: &xp,
+            xsums: &xsums,
+            w,
+            p,
+            row_words: w.k * p.bits / 32,
+        };
+        let mut out = vec![f32::NAN; w.n];
+        // SAFETY: the caller checked `has_fma`.
+        unsafe {
+            match p.bits {
+                2 => rows_fma::<S, 2, 16>(&a, 0, &mut out),
+                4 => rows_fma::<S, 4, 8>(&a, 0, &mut out),
+                _ => rows_fma::<S, 8, 4>(&a, 0, &mut out),
+            }
+        }
+        out
+    }
+
+    /// The AVX2 intrinsics (`qgemv256`) do the portable kernel's arithmetic
+    /// in its order: the same bits, for every blocked layout, scale type
+    /// and the zero and negative-zero sums that start a group differently.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_intrinsics_give_the_portable_kernels_bits() {
+        if !super::super::simd::has_fma() {
+            return;
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (bits, gs) in [
+            (2, 32),
+            (2, 64),
+            (2, 128),
+            (4, 32),
+            (4, 64),
+            (4, 128),
+            (8, 32),
+            (8, 64),
+            (8, 128),
+        ] {
+            let p = QParams {
+                group_size: gs,
+                bits,
+            };
+            let (n, k) = (37, 4 * 128);
+            // Every fourth word zero (q = 0 against negative inputs gives
+            // -0 products); x negative throughout its second group.
+            let packed: Vec<u32> = (0..n * k * bits / 32)
+                .map(|i| if i % 4 == 0 { 0 } else { next() as u32 })
+                .collect();
+            let x: Vec<f32> = (0..k)
+                .map(|i| {
+                    let v = (next() >> 40) as f32 / (1u64 << 24) as f32;
+                    if (gs..2 * gs).contains(&i) {
+                        -v
+                    } else {
+                        v - 0.5
+                    }
+                })
+                .collect();
+            let groups = n * k / gs;
+            let scales: Vec<f32> = (0..groups).map(|g| 0.01 + (g % 9) as f32 / 64.0).collect();
+            let biases: Vec<f32> = (0..groups).map(|g| (g % 5) as f32 / 4.0 - 0.5).collect();
+            let check = |got: Vec<f32>, want: Vec<f32>, what: &str| {
+                let bits_of = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits_of(&got), bits_of(&want), "{what}: bits {bits} gs {gs}");
+            };
+            let w = QRows {
+                packed: &packed,
+                scales: &scales,
+                biases: &biases,
+                n,
+                k,
+            };
+            check(
+                run(&x, &w, p, |v| v, Isa::Avx2),
+                portable_fma(&x, &w, p),
+                "f32",
+            );
+            let (s16, b16): (Vec<bf16>, Vec<bf16>) = (
+                scales.iter().map(|&v| bf16::from_f32(v)).collect(),
+                biases.iter().map(|&v| bf16::from_f32(v)).collect(),
+            );
+            let w16 = QRows {
+                packed: &packed,
+                scales: &s16,
+                biases: &b16,
+                n,
+                k,
+            };
+            let widen = |v: &[bf16]| v.iter().map(|h| h.to_f32()).collect::<Vec<f32>>();
+            let (s32, b32) = (widen(&s16), widen(&b16));
+            let w32 = QRows {
+                packed: &packed,
+                scales: &s32,
+                biases: &b32,
+                n,
+                k,
+            };
+            check(
+                run(&x, &w32, p, bf16::from_f32, Isa::Avx2),
+                portable_fma(&x, &w16, p),
+                "bf16",
+            );
+            // A zero input: every product is +0 or -0, the rows Σ b · 0.
+            let zeros = vec![0f32; k];
+            check(
+                run(&zeros, &w, p, |v| v, Isa::Avx2),
+                portable_fma(&zeros, &w, p),
+                "zero x",
+            );
         }
     }
 

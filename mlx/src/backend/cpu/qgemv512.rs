@@ -1,14 +1,14 @@
 //! The 2/4/8-bit quantized matrix-vector kernel of [`qgemv`](super::qgemv)
 //! for CPUs with AVX-512: two rows at a time, one 512-bit vector holding a
 //! block of [`LANES`] words of each. Lanes `0..8` do exactly what the
-//! 256-bit kernel ([`rows_blocked`]) does for row `r`, lanes `8..16` the
+//! 256-bit kernel (`qgemv256`) does for row `r`, lanes `8..16` the
 //! same for row `r + 1`, with the same inputs, in the same order: each
 //! row's result is the 256-bit kernel's to the bit, for half the
 //! instructions. (Written with intrinsics: left to the auto-vectorizer, the
 //! 16-lane arrays were kept on the stack between steps.)
 
 use super::num::Float;
-use super::qgemv::{bias_term, rows_blocked, Args, LANES};
+use super::qgemv::{bias_term, Args, LANES};
 use std::arch::x86_64::*;
 
 /// Rows `r0..r0 + out.len()` (see the module doc); an odd last row runs
@@ -76,7 +76,8 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
     }
     let rest = pairs.into_remainder();
     if !rest.is_empty() {
-        rows_blocked::<S, BITS, P, true>(a, r, rest);
+        // SAFETY: AVX2 and FMA, which this function is compiled for.
+        unsafe { super::qgemv256::rows::<S, BITS, P>(a, r, rest) };
     }
 }
 
