@@ -86,7 +86,7 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
     let (n, k, gs) = (w.n, w.k, p.group_size);
     debug_assert!(x.len() == k && out.len() == n && k % gs == 0);
     debug_assert!(w.packed.len() == n * k * p.bits / 32 && w.scales.len() == n * k / gs);
-    let xsums: Vec<f32> = x.chunks(gs).map(|c| c.iter().sum()).collect();
+    let xsums = group_sums(x, gs);
     let row_words = k * p.bits / 32;
     let row_bytes = row_words * 4;
     let a = Args {
@@ -208,26 +208,56 @@ pub(super) struct Args<'a, S> {
 /// it by `2^(bits * j)` (exactly: a power of two), and the last value is
 /// shifted down. The products are the same; one instruction a value less.
 fn permute(x: &[f32], bits: usize) -> Vec<f32> {
-    let per = 32 / bits;
-    let block = LANES * per;
-    let scales: Vec<f32> = (0..per)
-        .map(|j| {
-            if j + 1 < per {
-                (-((bits * j) as f32)).exp2()
-            } else {
-                1.0
-            }
-        })
-        .collect();
+    match bits {
+        2 => permute_planes::<16>(x),
+        4 => permute_planes::<8>(x),
+        _ => permute_planes::<4>(x),
+    }
+}
+
+/// [`permute`] with `P` values a word: fixed-size blocks, so the copy is
+/// unrolled and unchecked.
+fn permute_planes<const P: usize>(x: &[f32]) -> Vec<f32> {
+    let bits = 32 / P as u32;
+    // 2^-(bits j), exactly: an exponent field of 127 - bits j.
+    let scales: [f32; P] = std::array::from_fn(|j| {
+        if j + 1 < P {
+            f32::from_bits((127 - bits * j as u32) << 23)
+        } else {
+            1.0
+        }
+    });
     let mut xp = vec![0f32; x.len()];
-    for (src, dst) in x.chunks_exact(block).zip(xp.chunks_exact_mut(block)) {
+    let blocks = x
+        .chunks_exact(LANES * P)
+        .zip(xp.chunks_exact_mut(LANES * P));
+    for (src, dst) in blocks {
         for i in 0..LANES {
             for (j, &scale) in scales.iter().enumerate() {
-                dst[j * LANES + i] = src[i * per + j] * scale;
+                dst[j * LANES + i] = src[i * P + j] * scale;
             }
         }
     }
     xp
+}
+
+/// Σ x over each group of `gs`: [`LANES`] partial sums, then the rest of
+/// the group, then the partial sums in order (a chain of additions an
+/// eighth as long as one running sum's).
+fn group_sums(x: &[f32], gs: usize) -> Vec<f32> {
+    x.chunks(gs)
+        .map(|g| {
+            let rows = g.chunks_exact(LANES);
+            let tail: f32 = rows.remainder().iter().sum();
+            let mut lanes = [0f32; LANES];
+            for v in rows {
+                for i in 0..LANES {
+                    lanes[i] += v[i];
+                }
+            }
+            lanes.iter().sum::<f32>() + tail
+        })
+        .collect()
 }
 
 /// Σ_g b_g · Σ x_g for one row's biases: [`LANES`] partial sums (so the
@@ -510,7 +540,7 @@ mod tests {
     /// The portable blocked kernel compiled with FMA, over all of `w`.
     #[cfg(target_arch = "x86_64")]
     fn portable_fma<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams) -> Vec<f32> {
-        let xsums: Vec<f32> = x.chunks(p.group_size).map(|c| c.iter().sum()).collect();
+        let xsums = group_sums(x, p.group_size);
         let xp = permute(x, p.bits);
         let a = Args {
             x,
