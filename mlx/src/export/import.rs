@@ -712,6 +712,38 @@ mod tests {
         }
     }
 
+    /// Ropes with given frequencies (`freqs`, as Llama 3's scaled rope
+    /// passes them) differ from base ropes only in their tables: their
+    /// rotations are recognised too, with the file graph's bits.
+    #[test]
+    fn recognised_ropes_with_given_frequencies_give_the_graphs_bits() {
+        use crate::{fast, Dtype};
+        for dtype in [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16] {
+            let f = |a: &[crate::Array]| {
+                Ok(vec![
+                    fast::rope(&a[0], 16, false, None, 1.0, 5, Some(&a[1]))?,
+                    fast::rope(&a[0], 16, true, None, 0.5, 2, Some(&a[1]))?,
+                ])
+            };
+            // Positive frequencies, as a rope's are.
+            let freqs: Vec<f32> = (0..8).map(|i| 1.0 + i as f32 * 0.75).collect();
+            let args = [
+                normal_in(dtype, 7, &[1, 2, 6, 16]),
+                crate::Array::from_slice(&freqs, &[8]).unwrap(),
+            ];
+            let (g, got, file) = decomposed_round_trip(&format!("freqs-{dtype}"), f, &args);
+            let run = names(&g.runnable[0]);
+            let count = |name| run.iter().filter(|&&n| n == name).count();
+            assert_eq!(count("RecognizedRoPE"), 1, "{dtype}: {run:?}");
+            assert_eq!(count("RecognizedRoPEPairs"), 1, "{dtype}: {run:?}");
+            assert_eq!(got.len(), 2);
+            for (g, f) in got.iter().zip(&file) {
+                assert_eq!(g.dtype(), dtype);
+                assert_eq!(bytes(g), bytes(f), "{dtype}");
+            }
+        }
+    }
+
     /// mlx-lm's llama as MLX writes it computes the rope's sine table once
     /// per rope (2 layers x q and k: 4 Sin); the imported graph computes it
     /// once, and each other entry the file repeats on the same inputs.
