@@ -201,6 +201,21 @@ pub(super) struct Args<'a, S> {
     pub(super) row_words: usize,
 }
 
+impl<'a, S> Args<'a, S> {
+    /// Row `r` of W: its packed words, its scales and its biases (one per
+    /// group of `x`, as `xsums` holds).
+    #[inline(always)]
+    pub(super) fn row(&self, r: usize) -> (&'a [u32], &'a [S], &'a [S]) {
+        let (rw, gpr) = (self.row_words, self.xsums.len());
+        let groups = r * gpr..(r + 1) * gpr;
+        (
+            &self.w.packed[r * rw..(r + 1) * rw],
+            &self.w.scales[groups.clone()],
+            &self.w.biases[groups],
+        )
+    }
+}
+
 /// `x` reordered so that value `j` of word `i` in each block of
 /// [`LANES`] words (`per = 32 / bits` values a word) meets its input at
 /// `j * 8 + i`, and scaled by `2^-(bits * j)` for `j < per - 1`: the kernel
@@ -278,6 +293,13 @@ pub(super) fn bias_term<S: Float>(biases: &[S], xsums: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+/// A row's result from the lanes of its scaled group sums: their sum in
+/// order, then the bias term (the blocked kernels' last step).
+#[inline(always)]
+pub(super) fn finish<S: Float>(lanes: &[f32], biases: &[S], xsums: &[f32]) -> f32 {
+    lanes.iter().sum::<f32>() + bias_term(biases, xsums)
+}
+
 /// `a * b + c`, fused when `FMA` (only in code compiled for FMA: elsewhere
 /// it would be a library call).
 #[inline(always)]
@@ -297,11 +319,9 @@ pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA:
     r0: usize,
     out: &mut [f32],
 ) {
-    let (rw, wpg) = (a.row_words, a.p.words_per_group());
-    let gpr = a.w.k / a.p.group_size;
+    let wpg = a.p.words_per_group();
     for (r, o) in (r0..).zip(out.iter_mut()) {
-        let words = &a.w.packed[r * rw..(r + 1) * rw];
-        let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
+        let (words, scales, biases) = a.row(r);
         if FMA {
             prefetch_ahead(words);
         }
@@ -338,8 +358,7 @@ pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA:
                 }
             }
         }
-        let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
-        *o = acc.iter().sum::<f32>() + bias_term(biases, a.xsums);
+        *o = finish(&acc, biases, a.xsums);
     }
 }
 
@@ -396,12 +415,10 @@ fn block_dot<const BITS: u32, const P: usize, const FMA: bool>(
 /// then a dot product with `x`.
 #[inline(always)]
 fn rows_grouped<S: Float>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
-    let (rw, wpg, gs) = (a.row_words, a.p.words_per_group(), a.p.group_size);
-    let gpr = a.w.k / gs;
+    let (wpg, gs) = (a.p.words_per_group(), a.p.group_size);
     let mut vals = vec![0f32; gs];
     for (r, o) in (r0..).zip(out.iter_mut()) {
-        let words = &a.w.packed[r * rw..(r + 1) * rw];
-        let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
+        let (words, scales, biases) = a.row(r);
         let mut acc = 0f32;
         for ((gw, xg), &s) in words
             .chunks_exact(wpg)
@@ -411,7 +428,6 @@ fn rows_grouped<S: Float>(a: &Args<'_, S>, r0: usize, out: &mut [f32]) {
             unpack_group(gw, a.p.bits, &mut vals);
             acc += s.to_f32() * super::simd::dot_lanes(&vals, xg);
         }
-        let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
         *o = acc + bias_term(biases, a.xsums);
     }
 }

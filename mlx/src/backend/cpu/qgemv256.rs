@@ -11,7 +11,7 @@
 //! it (`-0 · s + 0 = +0`, as `+0 · s + 0` is).
 
 use super::num::Float;
-use super::qgemv::{bias_term, prefetch_ahead, Args, LANES};
+use super::qgemv::{finish, prefetch_ahead, Args, LANES};
 use std::arch::x86_64::*;
 
 /// Rows `r0..r0 + out.len()` with `BITS` in {2, 4, 8} (`P = 32 / BITS`
@@ -25,11 +25,9 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
     r0: usize,
     out: &mut [f32],
 ) {
-    let (rw, wpg) = (a.row_words, a.p.words_per_group());
-    let gpr = a.w.k / a.p.group_size;
+    let wpg = a.p.words_per_group();
     for (r, o) in (r0..).zip(out.iter_mut()) {
-        let words = &a.w.packed[r * rw..(r + 1) * rw];
-        let scales = &a.w.scales[r * gpr..(r + 1) * gpr];
+        let (words, scales, biases) = a.row(r);
         prefetch_ahead(words);
         let mut acc = _mm256_setzero_ps();
         if wpg == LANES {
@@ -69,8 +67,7 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
         let mut lanes = [0f32; LANES];
         // SAFETY: `lanes` holds 8 f32, what an unaligned 256-bit store writes.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
-        let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
-        *o = lanes.iter().sum::<f32>() + bias_term(biases, a.xsums);
+        *o = finish(&lanes, biases, a.xsums);
     }
 }
 

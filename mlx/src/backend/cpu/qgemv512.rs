@@ -8,7 +8,7 @@
 //! 16-lane arrays were kept on the stack between steps.)
 
 use super::num::Float;
-use super::qgemv::{bias_term, Args, LANES};
+use super::qgemv::{finish, Args, LANES};
 use std::arch::x86_64::*;
 
 /// Rows `r0..r0 + out.len()` (see the module doc); an odd last row runs
@@ -24,18 +24,11 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
     out: &mut [f32],
 ) {
     let (rw, wpg) = (a.row_words, a.p.words_per_group());
-    let gpr = a.w.k / a.p.group_size;
     let mut pairs = out.chunks_exact_mut(2);
     let mut r = r0;
     for o in &mut pairs {
-        let rows = [
-            &a.w.packed[r * rw..(r + 1) * rw],
-            &a.w.packed[(r + 1) * rw..(r + 2) * rw],
-        ];
-        let scales = [
-            &a.w.scales[r * gpr..(r + 1) * gpr],
-            &a.w.scales[(r + 1) * gpr..(r + 2) * gpr],
-        ];
+        let ((w0, s0, b0), (w1, s1, b1)) = (a.row(r), a.row(r + 1));
+        let (rows, scales, biases) = ([w0, w1], [s0, s1], [b0, b1]);
         let mut acc = _mm512_setzero_ps();
         if wpg >= LANES {
             // Whole blocks per group: one scale per half.
@@ -68,9 +61,7 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
         // SAFETY: `lanes` holds 16 f32, what an unaligned 512-bit store writes.
         unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), acc) };
         for (h, o) in o.iter_mut().enumerate() {
-            let biases = &a.w.biases[(r + h) * gpr..(r + h + 1) * gpr];
-            let row = &lanes[h * LANES..(h + 1) * LANES];
-            *o = row.iter().sum::<f32>() + bias_term(biases, a.xsums);
+            *o = finish(&lanes[h * LANES..(h + 1) * LANES], biases[h], a.xsums);
         }
         r += 2;
     }

@@ -197,8 +197,8 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32>(
     let tail = (rw % WORDS) as u32;
     let tail_mask: __mmask16 = if tail == 0 { !0 } else { (1 << tail) - 1 };
     for (r, o) in (r0..).zip(out.iter_mut()) {
-        let words = &a.w.packed[r * rw..(r + 1) * rw];
-        for (s, v) in scales.iter_mut().zip(&a.w.scales[r * gpr..(r + 1) * gpr]) {
+        let (words, row_scales, biases) = a.row(r);
+        for (s, v) in scales.iter_mut().zip(row_scales) {
             *s = v.to_f32();
         }
         let mut acc = _mm512_setzero_ps();
@@ -237,7 +237,6 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32>(
             };
             acc = _mm512_fmadd_ps(_mm512_mul_ps(f, u), s, acc);
         }
-        let biases = &a.w.biases[r * gpr..(r + 1) * gpr];
         *o = _mm512_reduce_add_ps(acc) + bias_term(biases, a.xsums);
     }
 }
