@@ -372,3 +372,22 @@ fn promotion_table_matches_mlx() {
         }
     }
 }
+
+/// bfloat16 widens as MLX widens it, the top half of a float32: every NaN
+/// keeps its payload and a signaling NaN stays signaling in float32 (MLX
+/// 0.32.4's results: tests/fixtures/elementwise/widen_bfloat16.py).
+#[test]
+fn bfloat16_widens_with_mlx_nan_payloads() {
+    let bits = npy(&format!("{DIR}/widen_in__bfloat16.npy"));
+    let x = load("widen_in__bfloat16", Dtype::Bfloat16);
+    assert!(bits.size() >= 2 * 127, "every NaN pattern of both signs");
+    for (dtype, as_bits) in [
+        (Dtype::Float32, Dtype::Uint32),
+        (Dtype::Float64, Dtype::Uint64),
+        (Dtype::Float16, Dtype::Uint16),
+    ] {
+        let want = npy(&format!("{DIR}/widen_out__{}.npy", dtype.name()));
+        let got = ops::view(&ops::astype(&x, dtype).unwrap(), as_bits).unwrap();
+        assert_bits_eq(&got, &want);
+    }
+}

@@ -72,6 +72,15 @@ fn f16_bits_from_f32(x: f32) -> u16 {
     sign | out as u16
 }
 
+/// Widens a bfloat16 as MLX does: it is the top half of an f32, so every
+/// value, NaN payloads included, keeps its bits (a signaling NaN stays
+/// signaling, where `half`'s `to_f32` sets the quiet bit), and the widening
+/// is one shift.
+#[inline(always)]
+pub fn bf16_to_f32(x: bf16) -> f32 {
+    f32::from_bits((x.to_bits() as u32) << 16)
+}
+
 /// Rounds an f32 to bfloat16 as MLX does (round to nearest even; every NaN
 /// becomes `0x7FC0`).
 /// Branch-free, so loops of it vectorize.
@@ -167,7 +176,7 @@ macro_rules! half_num {
         }
     )*};
 }
-half_num!(f16 => f16_to_f32, f16_from_f32, bf16 => bf16::to_f32, bf16_from_f32);
+half_num!(f16 => f16_to_f32, f16_from_f32, bf16 => bf16_to_f32, bf16_from_f32);
 
 impl Num for bool {
     fn add(self, o: Self) -> Self {
@@ -455,7 +464,7 @@ macro_rules! half_float {
         }
     )*};
 }
-half_float!(f16 => f16_to_f32, f16_from_f32, bf16 => bf16::to_f32, bf16_from_f32);
+half_float!(f16 => f16_to_f32, f16_from_f32, bf16 => bf16_to_f32, bf16_from_f32);
 
 /// Calls `$body` with `$T` bound to the element type of `$dtype` (all have [`Num`]).
 #[macro_export]

@@ -5,7 +5,7 @@
 //! float16/bfloat16 (MLX asks `numeric_limits` of its half types for a
 //! quiet NaN and gets a zero), and logaddexp uses MLX's fast `exp`.
 
-use super::num::Num;
+use super::num::{bf16_to_f32, Num};
 use super::PAR_THRESHOLD;
 use crate::array::Data;
 use crate::buffer::Buffer;
@@ -174,7 +174,7 @@ lae_real!(
     f32 => |v: f32| v, |v: f64| v as f32, |e: f32| e.ln_1p();
     f64 => |v: f64| v as f32, |v: f64| v, |e: f64| e.ln_1p();
     f16 => |v: f16| v.to_f32(), f16::from_f64, |e: f16| f16::from_f32(e.to_f32().ln_1p());
-    bf16 => |v: bf16| v.to_f32(), bf16::from_f64, |e: bf16| bf16::from_f32(e.to_f32().ln_1p())
+    bf16 => bf16_to_f32, bf16::from_f64, |e: bf16| bf16::from_f32(bf16_to_f32(e).ln_1p())
 );
 
 impl LogAddExpElem for Complex64 {

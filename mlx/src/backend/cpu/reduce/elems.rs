@@ -2,7 +2,7 @@
 //! product (MLX's result dtypes), identity values for min and max, and
 //! truthiness for all/any.
 
-use crate::backend::cpu::num::{f16_round, f16_to_f32};
+use crate::backend::cpu::num::{bf16_to_f32, f16_round, f16_to_f32};
 use crate::{Complex64, Element};
 use half::{bf16, f16};
 
@@ -84,7 +84,7 @@ float_sum! {
     f32 => f32, |x: f32| x, |a: f32| a;
     f64 => f64, |x: f64| x, |a: f64| a;
     f16 => f32, f16_to_f32, f16_round;
-    bf16 => f32, bf16::to_f32, bf16::from_f32;
+    bf16 => f32, bf16_to_f32, bf16::from_f32;
 }
 
 impl SumElem for Complex64 {

@@ -4,7 +4,7 @@
 use super::PAR_THRESHOLD;
 use crate::array::Data;
 use crate::backend::cpu::copy::make_contiguous;
-use crate::backend::cpu::num::{f16_round, f16_to_f32};
+use crate::backend::cpu::num::{bf16_to_f32, f16_round, f16_to_f32};
 use crate::backend::cpu::simd::has_fma;
 use crate::buffer::Buffer;
 use crate::Element;
@@ -84,7 +84,7 @@ softmax_elem!(
     f32 => f32, false, |x: f32| x, |v: f32| v;
     f64 => f64, false, |x: f64| x, |v: f64| v;
     f16 => f32, true, f16_to_f32, f16_round;
-    bf16 => f32, true, bf16::to_f32, bf16::from_f32
+    bf16 => f32, true, bf16_to_f32, bf16::from_f32
 );
 
 /// NaN-propagating maximum.
