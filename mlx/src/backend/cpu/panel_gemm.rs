@@ -648,23 +648,25 @@ fn row_times_rows<T: Operand>(
     #[cfg(target_arch = "x86_64")]
     {
         let (first, stride) = (row(0), row(1) - row(0));
-        if std::mem::size_of::<T>() == 2 && stride >= 0 && super::simd::has_avx512() {
+        if std::mem::size_of::<T>() == 2 && stride >= 0 && first >= 0 {
             // SAFETY: a two-byte Operand is bfloat16 or float16, plain
             // 16-bit patterns; the view covers the same memory as `src`.
             let bits = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u16, src.len()) };
             let (first, stride) = (first as usize, stride as usize);
-            // SAFETY: the CPU has AVX-512F and AVX2 (checked just above).
-            return Some(unsafe {
-                if T::SPLITS_BY_MASK {
-                    super::half_rows512::dot16::<true>(bits, first, stride, k, x)
-                } else {
-                    super::half_rows512::dot16::<false>(bits, first, stride, k, x)
-                }
-            });
-        }
-        if lanes::available() {
-            // SAFETY: the CPU has AVX2 and F16C (checked just above).
-            return Some(unsafe { lanes::dot16::<T>(src, k, row, x) });
+            if super::simd::has_avx512() {
+                // SAFETY: the CPU has AVX-512F and AVX2 (checked just above).
+                return Some(unsafe {
+                    if T::SPLITS_BY_MASK {
+                        super::half_rows512::dot16::<true>(bits, first, stride, k, x)
+                    } else {
+                        super::half_rows512::dot16::<false>(bits, first, stride, k, x)
+                    }
+                });
+            }
+            if lanes::available() {
+                // SAFETY: the CPU has AVX2 and F16C (checked just above).
+                return Some(unsafe { lanes::dot16::<T>(bits, first, stride, k, x) });
+            }
         }
     }
     let _ = (src, k, row, x);
@@ -683,9 +685,12 @@ fn row_times_columns<T: Operand>(
     x: &[f32],
 ) -> Option<[f32; BLOCK]> {
     #[cfg(target_arch = "x86_64")]
-    if lanes::available() {
-        // SAFETY: the CPU has AVX2 and F16C (checked just above).
-        return Some(unsafe { lanes::axpy16::<T>(src, k, start, x) });
+    {
+        let (first, stride) = (start(0), start(1) - start(0));
+        if lanes::available() && first >= 0 && stride >= 0 {
+            // SAFETY: the CPU has AVX2 and F16C (checked just above).
+            return Some(unsafe { lanes::axpy16::<T>(src, first as usize, stride as usize, k, x) });
+        }
     }
     let _ = (src, k, start, x);
     None
@@ -786,24 +791,29 @@ mod lanes {
         }
     }
 
-    /// See [`super::row_times_columns`].
+    /// See [`super::row_times_columns`]: row `kk`'s sixteen values at
+    /// `src[first + kk * stride..]`.
     ///
     /// # Safety
     /// The CPU must have AVX2 and F16C.
     #[target_feature(enable = "avx2,f16c")]
     pub unsafe fn axpy16<T: Widen8>(
         src: &[T],
+        first: usize,
+        stride: usize,
         k: usize,
-        start: impl Fn(usize) -> isize,
         x: &[f32],
     ) -> [f32; BLOCK] {
+        assert!(x.len() >= k);
+        assert!(k == 0 || first + (k - 1) * stride + BLOCK <= src.len());
+        let mut from = src.as_ptr().add(first);
         let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        for (kk, &xk) in x.iter().enumerate().take(k) {
-            let from = &src[start(kk) as usize..][..BLOCK];
+        for &xk in &x[..k] {
             let xv = _mm256_set1_ps(xk);
-            // SAFETY: `from` holds BLOCK = 16 values.
-            lo = _mm256_add_ps(lo, _mm256_mul_ps(xv, T::widen8(from.as_ptr())));
-            hi = _mm256_add_ps(hi, _mm256_mul_ps(xv, T::widen8(from.as_ptr().add(8))));
+            // SAFETY: `from` is row kk's block, inside `src` (asserted above).
+            lo = _mm256_add_ps(lo, _mm256_mul_ps(xv, T::widen8(from)));
+            hi = _mm256_add_ps(hi, _mm256_mul_ps(xv, T::widen8(from.add(8))));
+            from = from.wrapping_add(stride);
         }
         let mut out = [0f32; BLOCK];
         // SAFETY: `out` holds BLOCK = 16 f32.
@@ -812,21 +822,35 @@ mod lanes {
         out
     }
 
-    /// See [`super::row_times_rows`].
+    /// See [`super::row_times_rows`]: the sixteen rows
+    /// `src[first + j * stride..][..k]` of `T`'s bits.
     ///
     /// # Safety
     /// The CPU must have AVX2 and F16C.
     #[target_feature(enable = "avx2,f16c")]
     pub unsafe fn dot16<T: Widen8>(
-        src: &[T],
+        src: &[u16],
+        first: usize,
+        stride: usize,
         k: usize,
-        row: impl Fn(usize) -> isize,
         x: &[f32],
     ) -> [f32; BLOCK] {
-        assert!(x.len() >= k);
-        let rows: [&[T]; BLOCK] = std::array::from_fn(|jj| &src[row(jj) as usize..][..k]);
-        let next: [*const T; BLOCK] =
-            std::array::from_fn(|jj| src.as_ptr().wrapping_offset(row(BLOCK + jj)));
+        assert!(x.len() >= k && first + (BLOCK - 1) * stride + k <= src.len());
+        let base = src.as_ptr().add(first);
+        let row = |j: usize| base.add(j * stride);
+        // The next sixteen rows, walked linearly a kilobyte per 32 values
+        // of k (all of them when rows are contiguous): a decode layer's
+        // rows are short, and sixteen interleaved row streams defeat the
+        // hardware's stream detection. A hint: addresses past the matrix
+        // are fine.
+        let next = base.wrapping_add(BLOCK * stride) as *const i8;
+        let prefetch = |kk: usize| {
+            if kk.is_multiple_of(32) {
+                for line in 0..16 {
+                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(kk / 32 * 1024 + line * 64));
+                }
+            }
+        };
         let full = k / 8 * 8;
         // Two independent accumulators (rows 0-7, 8-15) hide the add latency.
         let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
@@ -838,13 +862,14 @@ mod lanes {
             // a mask widen them. A third of the shuffles of widening first.
             let pairs = k / 16 * 16;
             let high = _mm256_set1_epi32(0xFFFF_0000u32 as i32);
-            let words = |r: &[T], kk: usize| _mm256_loadu_ps(r.as_ptr().add(kk) as *const f32);
+            // SAFETY (both loads): kk + 16 <= k, inside each row (asserted above).
+            let words = |j: usize, kk: usize| _mm256_loadu_ps(row(j).add(kk) as *const f32);
             for kk in (0..pairs).step_by(16) {
-                prefetch(&next, kk);
-                // SAFETY: kk + 16 <= k = each row's length and x's.
-                let a = transpose8(std::array::from_fn(|j| words(rows[j], kk)));
-                let b = transpose8(std::array::from_fn(|j| words(rows[8 + j], kk)));
+                prefetch(kk);
+                let a = transpose8(std::array::from_fn(|j| words(j, kk)));
+                let b = transpose8(std::array::from_fn(|j| words(8 + j, kk)));
                 for i in 0..8 {
+                    // SAFETY: kk + 2i + 1 < kk + 16 <= k <= x.len().
                     let (x0, x1) = (
                         _mm256_set1_ps(*x.get_unchecked(kk + 2 * i)),
                         _mm256_set1_ps(*x.get_unchecked(kk + 2 * i + 1)),
@@ -861,13 +886,13 @@ mod lanes {
             start = pairs;
         }
         for kk in (start..full).step_by(8) {
-            prefetch(&next, kk);
-            // SAFETY: kk + 8 <= k = each row's length and x's.
-            let a = transpose8(std::array::from_fn(|j| T::widen8(rows[j].as_ptr().add(kk))));
-            let b = transpose8(std::array::from_fn(|j| {
-                T::widen8(rows[8 + j].as_ptr().add(kk))
-            }));
+            prefetch(kk);
+            // SAFETY: kk + 8 <= k, inside each row (asserted above).
+            let widen = |j: usize| T::widen8(row(j).add(kk) as *const T);
+            let a = transpose8(std::array::from_fn(widen));
+            let b = transpose8(std::array::from_fn(|j| widen(8 + j)));
             for i in 0..8 {
+                // SAFETY: kk + i < kk + 8 <= k <= x.len().
                 let xi = _mm256_set1_ps(*x.get_unchecked(kk + i));
                 lo = _mm256_add_ps(lo, _mm256_mul_ps(xi, a[i]));
                 hi = _mm256_add_ps(hi, _mm256_mul_ps(xi, b[i]));
@@ -876,9 +901,10 @@ mod lanes {
         let mut out = [0f32; BLOCK];
         _mm256_storeu_ps(out.as_mut_ptr(), lo);
         _mm256_storeu_ps(out.as_mut_ptr().add(8), hi);
-        for (o, r) in out.iter_mut().zip(&rows) {
+        for (j, o) in out.iter_mut().enumerate() {
             for kk in full..k {
-                *o += x[kk] * r[kk].to_f32();
+                // SAFETY: kk < k, inside row j (asserted above).
+                *o += x[kk] * (*(row(j).add(kk) as *const T)).to_f32();
             }
         }
         out
@@ -1089,24 +1115,6 @@ mod lanes {
             smallest: lo.into_iter().min().unwrap_or(u32::MAX).wrapping_add(1),
         };
         lanes.join(rest)
-    }
-
-    /// Asks for the next block's rows at `kk`, one cache line (32
-    /// values) at a time: rows of a decode layer are short (~1-3 KB), so
-    /// the hardware prefetcher barely starts on one before it ends, and
-    /// sixteen rows are more streams than it follows. A whole block ahead
-    /// the lines arrive before they are read. A hint: addresses past the
-    /// matrix are fine.
-    ///
-    /// # Safety
-    /// Called from code compiled with AVX2 (SSE prefetch is part of it).
-    #[inline(always)]
-    unsafe fn prefetch<T>(next: &[*const T; BLOCK], kk: usize) {
-        if kk.is_multiple_of(32) {
-            for r in next {
-                _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(kk) as *const i8);
-            }
-        }
     }
 }
 
