@@ -29,17 +29,15 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
     for (r, o) in (r0..).zip(out.iter_mut()) {
         let (words, scales, biases) = a.row(r);
         prefetch_ahead(words);
-        let mut acc = _mm256_setzero_ps();
-        if wpg == LANES {
+        let acc = if wpg == LANES {
             // A block per group (4 bits in groups of 64, 8 in groups of 32).
-            let blocks = words.chunks_exact(LANES).zip(a.xp.chunks_exact(LANES * P));
-            for ((bw, bx), &s) in blocks.zip(scales) {
-                let d = first_block::<BITS, P>(bw, bx);
-                let sum = _mm256_add_ps(d[0], d[1]);
-                acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
-            }
+            fixed_groups::<S, BITS, P, 1>(words, a.xp, scales)
+        } else if wpg == 2 * LANES {
+            // Two (4 bits in groups of 128, 8 in groups of 64).
+            fixed_groups::<S, BITS, P, 2>(words, a.xp, scales)
         } else if wpg > LANES {
             // Several blocks per group: one scale for the group's lanes.
+            let mut acc = _mm256_setzero_ps();
             let groups = words.chunks_exact(wpg).zip(a.xp.chunks_exact(wpg * P));
             for ((gw, gx), &s) in groups.zip(scales) {
                 let mut blocks = gw.chunks_exact(LANES).zip(gx.chunks_exact(LANES * P));
@@ -51,8 +49,10 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
                 let sum = _mm256_add_ps(d[0], d[1]);
                 acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
             }
+            acc
         } else {
             // Several groups per block (wpg is 2 or 4): a scale per lane.
+            let mut acc = _mm256_setzero_ps();
             let shift = wpg.trailing_zeros();
             let blocks = words.chunks_exact(LANES).zip(a.xp.chunks_exact(LANES * P));
             for (b, (bw, bx)) in blocks.enumerate() {
@@ -63,12 +63,42 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
                 let s = unsafe { _mm256_loadu_ps(s.as_ptr()) };
                 acc = _mm256_fmadd_ps(_mm256_add_ps(d[0], d[1]), s, acc);
             }
-        }
+            acc
+        };
         let mut lanes = [0f32; LANES];
         // SAFETY: `lanes` holds 8 f32, what an unaligned 256-bit store writes.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
         *o = finish(&lanes, biases, a.xsums);
     }
+}
+
+/// `Σ_g s_g · (q_g · xp_g)` in 8 lanes over a row of groups of `B`
+/// blocks each, as the general loop of [`rows`] sums them, without its
+/// inner loop.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn fixed_groups<S: Float, const BITS: u32, const P: usize, const B: usize>(
+    words: &[u32],
+    xp: &[f32],
+    scales: &[S],
+) -> __m256 {
+    let mut acc = _mm256_setzero_ps();
+    let groups = words
+        .chunks_exact(B * LANES)
+        .zip(xp.chunks_exact(B * LANES * P));
+    for ((gw, gx), &s) in groups.zip(scales) {
+        let mut d = first_block::<BITS, P>(&gw[..LANES], &gx[..LANES * P]);
+        for b in 1..B {
+            block::<BITS, P>(
+                &gw[b * LANES..(b + 1) * LANES],
+                &gx[b * LANES * P..(b + 1) * LANES * P],
+                &mut d,
+            );
+        }
+        let sum = _mm256_add_ps(d[0], d[1]);
+        acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
+    }
+    acc
 }
 
 /// Value `j` of each of a block's 8 words as f32, times `2^(BITS j)`
