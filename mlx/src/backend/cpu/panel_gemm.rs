@@ -846,9 +846,7 @@ mod lanes {
         let next = base.wrapping_add(BLOCK * stride) as *const i8;
         let prefetch = |kk: usize| {
             if kk.is_multiple_of(32) {
-                for line in 0..16 {
-                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(kk / 32 * 1024 + line * 64));
-                }
+                super::super::simd::prefetch_lines(next.wrapping_add(kk / 32 * 1024), 1024);
             }
         };
         let full = k / 8 * 8;
@@ -902,9 +900,9 @@ mod lanes {
         _mm256_storeu_ps(out.as_mut_ptr(), lo);
         _mm256_storeu_ps(out.as_mut_ptr().add(8), hi);
         for (j, o) in out.iter_mut().enumerate() {
-            for kk in full..k {
+            for (kk, &xk) in x.iter().enumerate().take(k).skip(full) {
                 // SAFETY: kk < k, inside row j (asserted above).
-                *o += x[kk] * (*(row(j).add(kk) as *const T)).to_f32();
+                *o += xk * (*(row(j).add(kk) as *const T)).to_f32();
             }
         }
         out
