@@ -80,9 +80,7 @@ pub unsafe fn dot16<const BF16: bool>(
     // hardware's stream detection, a linear walk ahead does not.
     let next = base.wrapping_add(16 * stride) as *const i8;
     for kk in (0..full).step_by(32) {
-        for line in 0..16 {
-            _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(kk / 32 * 1024 + line * 64));
-        }
+        super::simd::prefetch_lines(next.wrapping_add(kk / 32 * 1024), 1024);
         // SAFETY: kk + 32 <= k, so each load stays inside its row (asserted above).
         let words = transpose16(std::array::from_fn(|j| {
             _mm512_loadu_si512(base.add(j * stride + kk) as *const __m512i)

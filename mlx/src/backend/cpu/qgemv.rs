@@ -369,18 +369,8 @@ const PREFETCH_BYTES: usize = 2048;
 /// Asks for the cache lines [`PREFETCH_BYTES`] past each of `row`'s.
 #[inline(always)]
 pub(super) fn prefetch_ahead(row: &[u32]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..row.len() * 4).step_by(64) {
-        let ahead = row
-            .as_ptr()
-            .cast::<i8>()
-            .wrapping_add(line + PREFETCH_BYTES);
-        // SAFETY: a prefetch is a hint: it reads nothing the program sees
-        // and does not fault, whatever the address.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ahead) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = row;
+    let ahead = row.as_ptr().cast::<i8>().wrapping_add(PREFETCH_BYTES);
+    super::simd::prefetch_lines(ahead, row.len() * 4);
 }
 
 /// `d[j % 2][i] += q_ij · 2^(BITS j) · xp[j * 8 + i]` for one block

@@ -7,6 +7,23 @@
 //! do not change: `mul_add` is exactly rounded either way, and Rust never
 //! fuses a plain `a * b + c`.
 
+/// Asks for the cache lines of the `bytes` bytes from `from` (a hint: it
+/// reads nothing the program sees and does not fault, whatever the address).
+#[inline(always)]
+pub fn prefetch_lines(from: *const i8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..bytes).step_by(64) {
+        // SAFETY: a prefetch is a hint, as above.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                from.wrapping_add(line),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (from, bytes);
+}
+
 /// Whether this CPU has AVX2 and FMA (checked once, then cached by std).
 #[inline]
 pub fn has_fma() -> bool {
