@@ -374,8 +374,9 @@ fn promotion_table_matches_mlx() {
 }
 
 /// bfloat16 widens as MLX widens it, the top half of a float32: every NaN
-/// keeps its payload and a signaling NaN stays signaling in float32 (MLX
-/// 0.32.4's results: tests/fixtures/elementwise/widen_bfloat16.py).
+/// keeps its payload and a signaling NaN stays signaling in float32 and in
+/// complex64's real part (MLX 0.32.4's results:
+/// tests/fixtures/elementwise/widen_bfloat16.py).
 #[test]
 fn bfloat16_widens_with_mlx_nan_payloads() {
     let bits = npy(&format!("{DIR}/widen_in__bfloat16.npy"));
@@ -385,6 +386,7 @@ fn bfloat16_widens_with_mlx_nan_payloads() {
         (Dtype::Float32, Dtype::Uint32),
         (Dtype::Float64, Dtype::Uint64),
         (Dtype::Float16, Dtype::Uint16),
+        (Dtype::Complex64, Dtype::Uint32),
     ] {
         let want = npy(&format!("{DIR}/widen_out__{}.npy", dtype.name()));
         let got = ops::view(&ops::astype(&x, dtype).unwrap(), as_bits).unwrap();

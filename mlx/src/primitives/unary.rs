@@ -62,6 +62,10 @@ impl Primitive for AsType {
             (Dtype::Bfloat16, Dtype::Float32) => {
                 return Ok(vec![unary::<bf16, f32>(a, &out[0], bf16_to_f32)?]);
             }
+            (Dtype::Bfloat16, Dtype::Complex64) => {
+                let widen = |x: bf16| Complex64::new(bf16_to_f32(x), 0.0);
+                return Ok(vec![unary::<bf16, Complex64>(a, &out[0], widen)?]);
+            }
             _ => {}
         }
         let d = dispatch_dtype!(a.dtype(), S => dispatch_dtype!(self.dtype, D => unary::<S, D>(a, &out[0], |x: S| x.cast::<D>())?));
