@@ -11,7 +11,7 @@ use crate::backend::cpu::elementwise::{
 };
 use crate::backend::cpu::f16c;
 use crate::backend::cpu::math::{self, complex};
-use crate::backend::cpu::num::{bf16_to_f32, Float, Num};
+use crate::backend::cpu::num::{Float, Num};
 use crate::primitive::{ChunkRef, Spec};
 use crate::{dispatch_dtype, ops, Array, Complex64, Data, Dtype, Error, Primitive, Result};
 use half::{bf16, f16};
@@ -56,15 +56,6 @@ impl Primitive for AsType {
                     |x| x.cast(),
                 )?;
                 return Ok(vec![d]);
-            }
-            // A shift, as MLX widens it (the element cast goes through
-            // f64, which quiets signaling NaNs).
-            (Dtype::Bfloat16, Dtype::Float32) => {
-                return Ok(vec![unary::<bf16, f32>(a, &out[0], bf16_to_f32)?]);
-            }
-            (Dtype::Bfloat16, Dtype::Complex64) => {
-                let widen = |x: bf16| Complex64::new(bf16_to_f32(x), 0.0);
-                return Ok(vec![unary::<bf16, Complex64>(a, &out[0], widen)?]);
             }
             _ => {}
         }

@@ -6,7 +6,7 @@
 //! real part; half types are reached through f32 (so f64 -> f16 rounds
 //! twice, as in MLX) with MLX's NaN patterns.
 
-use super::num::{bf16_from_f32, f16_from_f32, f16_to_f32};
+use super::num::{bf16_from_f32, bf16_to_f32, f16_from_f32, f16_to_f32};
 use crate::{Complex64, Element};
 use half::{bf16, f16};
 
@@ -43,6 +43,10 @@ fn trunc_u64(v: f64) -> u64 {
 pub enum Wide {
     Int(i128),
     Float(f64),
+    /// A bfloat16's value with its f32 bits: an f32 or complex64 target
+    /// takes them as they are (MLX widens bfloat16 by a shift, so a
+    /// signaling NaN stays signaling, where the f64 transit would quiet it).
+    Single(f32),
     Complex(f64, f64),
 }
 
@@ -67,6 +71,7 @@ macro_rules! int_cast {
                 match w {
                     Wide::Int(i) => i as $t,
                     Wide::Float(f) | Wide::Complex(f, _) => $trunc(f) as $t,
+                    Wide::Single(f) => $trunc(f as f64) as $t,
                 }
             }
         }
@@ -83,34 +88,38 @@ impl Cast for bool {
         match w {
             Wide::Int(i) => i != 0,
             Wide::Float(f) => f != 0.0,
+            Wide::Single(f) => f != 0.0,
             Wide::Complex(re, im) => re != 0.0 || im != 0.0,
         }
     }
 }
 
 macro_rules! float_cast {
-    ($($t:ty => $from_f64:expr, $from_int:expr, $to_f64:expr);*) => {$(
+    ($($t:ty => $from_f64:expr, $from_f32:expr, $from_int:expr, $to_wide:expr);*) => {$(
         impl Cast for $t {
             #[inline]
-            fn to_wide(self) -> Wide { Wide::Float($to_f64(self)) }
+            fn to_wide(self) -> Wide { $to_wide(self) }
             #[inline]
             fn from_wide(w: Wide) -> Self {
                 match w {
                     Wide::Int(i) => $from_int(i),
                     Wide::Float(f) | Wide::Complex(f, _) => $from_f64(f),
+                    Wide::Single(f) => $from_f32(f),
                 }
             }
         }
     )*};
 }
 float_cast!(
-    f32 => |v: f64| v as f32, |i: i128| i as f32, |x: f32| x as f64;
-    f64 => |v: f64| v, |i: i128| i as f64, |x: f64| x;
+    f32 => |v: f64| v as f32, |v: f32| v, |i: i128| i as f32, |x: f32| Wide::Float(x as f64);
+    f64 => |v: f64| v, |v: f32| v as f64, |i: i128| i as f64, |x: f64| Wide::Float(x);
     // Widened through the branch-free `f16_to_f32` (exact, as f32 -> f64
     // is): `half`'s own checks the CPU per value, so no cast loop from
     // float16 vectorized.
-    f16 => |v: f64| f16_from_f32(v as f32), |i: i128| f16_from_f32(i as f32), |x: f16| f16_to_f32(x) as f64;
-    bf16 => |v: f64| bf16_from_f32(v as f32), |i: i128| bf16_from_f32(i as f32), |x: bf16| x.to_f64()
+    f16 => |v: f64| f16_from_f32(v as f32), f16_from_f32, |i: i128| f16_from_f32(i as f32),
+        |x: f16| Wide::Float(f16_to_f32(x) as f64);
+    bf16 => |v: f64| bf16_from_f32(v as f32), bf16_from_f32, |i: i128| bf16_from_f32(i as f32),
+        |x: bf16| Wide::Single(bf16_to_f32(x))
 );
 
 impl Cast for Complex64 {
@@ -121,6 +130,7 @@ impl Cast for Complex64 {
         match w {
             Wide::Int(i) => Complex64::new(i as f32, 0.0),
             Wide::Float(f) => Complex64::new(f as f32, 0.0),
+            Wide::Single(f) => Complex64::new(f, 0.0),
             Wide::Complex(re, im) => Complex64::new(re as f32, im as f32),
         }
     }

@@ -52,7 +52,7 @@ unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
 #[inline(always)]
 fn widen<const BF16: bool>(v: u16) -> f32 {
     if BF16 {
-        f32::from_bits((v as u32) << 16)
+        super::num::bf16_to_f32(half::bf16::from_bits(v))
     } else {
         super::num::f16_to_f32(half::f16::from_bits(v))
     }
