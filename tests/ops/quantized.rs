@@ -85,6 +85,12 @@ fn quantized_matmul_fixtures() {
     qmm_case("mm_t_b8_batched", 32, 8, true, 1e-4);
     qmm_case("mm_n_b4", 64, 4, false, 1e-4);
     qmm_case("mm_n_b5", 32, 5, false, 1e-4);
+    // One row: the blocked 3/5/6-bit kernels, each grouping.
+    qmm_case("mm_t_b3_vec", 32, 3, true, 1e-4);
+    qmm_case("mm_t_b5_vec", 64, 5, true, 1e-4);
+    qmm_case("mm_t_b5_g32_vec", 32, 5, true, 1e-4);
+    qmm_case("mm_t_b6_vec", 128, 6, true, 1e-4);
+    qmm_case("mm_t_b6_g32_vec", 32, 6, true, 1e-4);
     // MLX accumulates half types in the half type; we accumulate in f32.
     qmm_case("mm_t_f16", 32, 4, true, 3e-2);
     qmm_case("mm_t_bf16", 64, 2, true, 1e-1);

@@ -3,10 +3,12 @@
 //! of a quantized model. Bound by memory bandwidth, so the packed words are
 //! streamed once, in place, and never dequantized into a matrix.
 //!
-//! Each output row is `Σ_g s_g · (q_g · x_g) + Σ_g b_g · Σ x_g`. For 2, 4
-//! and 8 bits a row is read in blocks of 8 words: lane `i` of a block holds
-//! word `i`, and the `j`-th value of every word is one mask away, so `x` is
-//! permuted once per call to put the matching inputs side by side
+//! Each output row is `Σ_g s_g · (q_g · x_g) + Σ_g b_g · Σ x_g`. For 2 to
+//! 6 and 8 bits a row is read in blocks of 8 lanes: lane `i` of a block
+//! holds `P` consecutive values (a word of 2, 4 or 8 bits; the fewest whole
+//! bytes for 3, 5 and 6 bits, see [`lane_values`]), and the `j`-th value of
+//! every lane is one mask away in a 32-bit window of the lane's bytes, so
+//! `x` is permuted once per call to put the matching inputs side by side
 //! (`xp[j * 8 + i] = x[i * P + j]` in each block of `8 P` values; see
 //! [`permute`] for the scaling that replaces the shift). The loops are
 //! plain 8-lane arrays compiled with AVX2 and FMA when the CPU has them
@@ -40,8 +42,68 @@ pub struct QRows<'a, S> {
 const TASK_BYTES: usize = 32 << 10;
 /// Packed bytes below which the product stays on the calling thread.
 const PAR_BYTES: usize = 40 << 10;
-/// Words per block of the 2/4/8-bit kernel (one 256-bit vector).
+/// Lanes of a block of the blocked kernels (one 256-bit vector of f32).
 pub(super) const LANES: usize = 8;
+
+/// Values in one lane of a block: a word's for 2, 4 and 8 bits, and for
+/// 3, 5 and 6 bits those of the fewest whole bytes (8 in 3 bytes, 8 in 5,
+/// 4 in 3), so that blocks are whole words and lanes never share a value.
+#[inline(always)]
+pub(super) const fn lane_values(bits: u32) -> usize {
+    match bits {
+        2 => 16,
+        6 | 8 => 4,
+        _ => 8,
+    }
+}
+
+/// Bytes of one lane.
+#[inline(always)]
+pub(super) const fn lane_bytes(bits: u32) -> usize {
+    bits as usize * lane_values(bits) / 8
+}
+
+/// Words of one block.
+#[inline(always)]
+pub(super) const fn block_words(bits: u32) -> usize {
+    LANES * lane_bytes(bits) / 4
+}
+
+/// Where value `j` of a lane is read: the byte of the lane its 32-bit
+/// window starts at (byte 2 for the last two 5-bit values, which end past
+/// the lane's first four bytes; else 0), and the value's lowest bit in
+/// that window.
+#[inline(always)]
+pub(super) const fn window(bits: u32, j: usize) -> (usize, u32) {
+    let byte = if bits == 5 && j >= 6 { 2 } else { 0 };
+    (byte, bits * j as u32 - 8 * byte as u32)
+}
+
+/// Whether value `j` is shifted down instead of masked in place: it ends
+/// at its window's top bit (the last value of a 2/4/8-bit word), where in
+/// place it could reach 2^31 and the signed conversion would misread it.
+#[inline(always)]
+pub(super) const fn shifted_down(bits: u32, j: usize) -> bool {
+    window(bits, j).1 + bits == 32
+}
+
+/// Whether rows of `row_words` in groups of `p` take the blocked kernels:
+/// a width they have, whole blocks, and groups that are whole blocks or
+/// whole fractions of one.
+fn blocked(p: QParams, row_words: usize) -> bool {
+    let bits = p.bits as u32;
+    if !matches!(bits, 2..=6 | 8) {
+        return false;
+    }
+    let (bw, wpg) = (block_words(bits), p.words_per_group());
+    row_words.is_multiple_of(bw)
+        && wpg > 0
+        && if wpg >= bw {
+            wpg.is_multiple_of(bw)
+        } else {
+            bw.is_multiple_of(wpg) && (LANES * wpg / bw).is_power_of_two()
+        }
+}
 
 /// `out = x @ W.T`; `x` has `k` values and `out` has `n`.
 pub fn qgemv<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]) {
@@ -112,7 +174,7 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
         }
     }
     // The float kernels: the permuted `x` for the blocked layouts.
-    let blocked = matches!(p.bits, 2 | 4 | 8) && row_words.is_multiple_of(LANES);
+    let blocked = blocked(p, row_words);
     let xp = if blocked { permute(x, p.bits) } else { vec![] };
     let a = Args { xp: &xp, ..a };
     let rows = select_rows::<S>(blocked, p.bits, isa.min(Isa::Avx512));
@@ -149,7 +211,11 @@ fn select_rows<S: Float>(blocked: bool, bits: usize, isa: Isa) -> RowsFn<S> {
             (Isa::Avx512, true, 8) => return |a, r0, o| unsafe { rows512::<S, 8, 4>(a, r0, o) },
             (Isa::Portable, ..) => {}
             (_, true, 2) => return |a, r0, o| unsafe { rows256::<S, 2, 16>(a, r0, o) },
+            // 3, 5 and 6 bits run the 256-bit kernel on AVX-512 CPUs too.
+            (_, true, 3) => return |a, r0, o| unsafe { rows256::<S, 3, 8>(a, r0, o) },
             (_, true, 4) => return |a, r0, o| unsafe { rows256::<S, 4, 8>(a, r0, o) },
+            (_, true, 5) => return |a, r0, o| unsafe { rows256::<S, 5, 8>(a, r0, o) },
+            (_, true, 6) => return |a, r0, o| unsafe { rows256::<S, 6, 4>(a, r0, o) },
             (_, true, 8) => return |a, r0, o| unsafe { rows256::<S, 8, 4>(a, r0, o) },
             _ => return |a, r0, o| unsafe { grouped_fma(a, r0, o) },
         }
@@ -158,7 +224,10 @@ fn select_rows<S: Float>(blocked: bool, bits: usize, isa: Isa) -> RowsFn<S> {
     let _ = isa;
     match (blocked, bits) {
         (true, 2) => rows_blocked::<S, 2, 16, false>,
+        (true, 3) => rows_blocked::<S, 3, 8, false>,
         (true, 4) => rows_blocked::<S, 4, 8, false>,
+        (true, 5) => rows_blocked::<S, 5, 8, false>,
+        (true, 6) => rows_blocked::<S, 6, 4, false>,
         (true, 8) => rows_blocked::<S, 8, 4, false>,
         _ => rows_grouped,
     }
@@ -216,30 +285,34 @@ impl<'a, S> Args<'a, S> {
     }
 }
 
-/// `x` reordered so that value `j` of word `i` in each block of
-/// [`LANES`] words (`per = 32 / bits` values a word) meets its input at
-/// `j * 8 + i`, and scaled by `2^-(bits * j)` for `j < per - 1`: the kernel
-/// masks value `j` in place instead of shifting it down, which multiplies
-/// it by `2^(bits * j)` (exactly: a power of two), and the last value is
-/// shifted down. The products are the same; one instruction a value less.
+/// `x` reordered so that value `j` of lane `i` in each block of
+/// [`LANES`] lanes (`P` values a lane, see [`lane_values`]) meets its
+/// input at `j * 8 + i`, and scaled by `2^-t` where value `j` lies at bit
+/// `t` of its window ([`window`]): the kernel masks the value in place
+/// instead of shifting it down, which multiplies it by `2^t` (exactly: a
+/// power of two). A value at the window's top is shifted down instead
+/// ([`shifted_down`]) and its input kept. The products are the same; one
+/// instruction a value less.
 fn permute(x: &[f32], bits: usize) -> Vec<f32> {
     match bits {
-        2 => permute_planes::<16>(x),
-        4 => permute_planes::<8>(x),
-        _ => permute_planes::<4>(x),
+        2 => permute_planes::<2, 16>(x),
+        3 => permute_planes::<3, 8>(x),
+        4 => permute_planes::<4, 8>(x),
+        5 => permute_planes::<5, 8>(x),
+        6 => permute_planes::<6, 4>(x),
+        _ => permute_planes::<8, 4>(x),
     }
 }
 
-/// [`permute`] with `P` values a word: fixed-size blocks, so the copy is
+/// [`permute`] with `P` values a lane: fixed-size blocks, so the copy is
 /// unrolled and unchecked.
-fn permute_planes<const P: usize>(x: &[f32]) -> Vec<f32> {
-    let bits = 32 / P as u32;
-    // 2^-(bits j), exactly: an exponent field of 127 - bits j.
+fn permute_planes<const BITS: u32, const P: usize>(x: &[f32]) -> Vec<f32> {
+    // 2^-t, exactly: an exponent field of 127 - t.
     let scales: [f32; P] = std::array::from_fn(|j| {
-        if j + 1 < P {
-            f32::from_bits((127 - bits * j as u32) << 23)
-        } else {
+        if shifted_down(BITS, j) {
             1.0
+        } else {
+            f32::from_bits((127 - window(BITS, j).1) << 23)
         }
     });
     let mut xp = vec![0f32; x.len()];
@@ -311,30 +384,30 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     }
 }
 
-/// Rows `r0..r0 + out.len()` with `BITS` in {2, 4, 8} (`P = 32 / BITS`
-/// values a word) and whole blocks of [`LANES`] words in a row.
+/// Rows `r0..r0 + out.len()` with `BITS` in 2..=6 or 8 (`P` values a
+/// lane, see [`lane_values`]) and whole blocks in a row ([`blocked`]).
 #[inline(always)]
 pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA: bool>(
     a: &Args<'_, S>,
     r0: usize,
     out: &mut [f32],
 ) {
-    let wpg = a.p.words_per_group();
+    let (wpg, bw) = (a.p.words_per_group(), block_words(BITS));
     for (r, o) in (r0..).zip(out.iter_mut()) {
         let (words, scales, biases) = a.row(r);
         if FMA {
             prefetch_ahead(words);
         }
         let mut acc = [0f32; LANES];
-        if wpg >= LANES {
+        if wpg >= bw {
             // Whole blocks per group: one scale for the group's lanes.
             for (g, (gw, xg)) in words
                 .chunks_exact(wpg)
-                .zip(a.xp.chunks_exact(wpg * P))
+                .zip(a.xp.chunks_exact(wpg / bw * LANES * P))
                 .enumerate()
             {
                 let mut d = [[0f32; LANES]; 2];
-                for (bw, bx) in gw.chunks_exact(LANES).zip(xg.chunks_exact(LANES * P)) {
+                for (bw, bx) in gw.chunks_exact(bw).zip(xg.chunks_exact(LANES * P)) {
                     block_dot::<BITS, P, FMA>(bw, bx, &mut d);
                 }
                 let s = scales[g].to_f32();
@@ -343,10 +416,10 @@ pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA:
                 }
             }
         } else {
-            // Several groups per block (wpg is 2 or 4): a scale per lane.
-            let shift = wpg.trailing_zeros();
+            // Several groups per block: a scale per lane.
+            let shift = lane_group_shift(a.p);
             for (b, (bw, bx)) in words
-                .chunks_exact(LANES)
+                .chunks_exact(bw)
                 .zip(a.xp.chunks_exact(LANES * P))
                 .enumerate()
             {
@@ -362,6 +435,13 @@ pub(super) fn rows_blocked<S: Float, const BITS: u32, const P: usize, const FMA:
     }
 }
 
+/// For groups shorter than a block: log2 of the lanes a group spans, so
+/// that lane `i` of block `b` lies in group `(b * LANES + i) >> shift`.
+pub(super) fn lane_group_shift(p: QParams) -> u32 {
+    let lanes = LANES * p.words_per_group() / block_words(p.bits as u32);
+    lanes.trailing_zeros()
+}
+
 /// How far ahead of a row the packed words are fetched into cache: the
 /// hardware prefetcher restarts on every task's rows and falls behind.
 const PREFETCH_BYTES: usize = 2048;
@@ -373,10 +453,10 @@ pub(super) fn prefetch_ahead(row: &[u32]) {
     super::simd::prefetch_lines(ahead, row.len() * 4);
 }
 
-/// `d[j % 2][i] += q_ij · 2^(BITS j) · xp[j * 8 + i]` for one block
-/// (`q_ij`: value `j` of word `i`, masked in place; the last one shifted
-/// down, see [`permute`]). Two accumulators halve the chain of dependent
-/// additions.
+/// `d[j % 2][i] += q_ij · 2^t · xp[j * 8 + i]` for one block (`q_ij`:
+/// value `j` of lane `i`, masked in place at bit `t` of its window; one at
+/// the window's top shifted down, see [`permute`]). Two accumulators halve
+/// the chain of dependent additions.
 #[inline(always)]
 fn block_dot<const BITS: u32, const P: usize, const FMA: bool>(
     words: &[u32],
@@ -384,21 +464,35 @@ fn block_dot<const BITS: u32, const P: usize, const FMA: bool>(
     d: &mut [[f32; LANES]; 2],
 ) {
     let mask = (1u32 << BITS) - 1;
-    let words: &[u32; LANES] = words.try_into().expect("a block");
     for j in 0..P {
         let xs: &[f32; LANES] = xp[j * LANES..(j + 1) * LANES].try_into().expect("8");
-        let shift = BITS * j as u32;
+        let (byte, shift) = window(BITS, j);
         for i in 0..LANES {
-            let q = if j + 1 < P {
-                words[i] & (mask << shift)
+            let w = lane_window::<BITS>(words, i, byte);
+            let q = if shifted_down(BITS, j) {
+                w >> shift
             } else {
-                words[i] >> shift
+                w & (mask << shift)
             };
             // Below 2^31, so the signed conversion (which vectorises) is exact.
             let q = q as i32 as f32;
             d[j % 2][i] = madd::<FMA>(q, xs[i], d[j % 2][i]);
         }
     }
+}
+
+/// The 32 bits of a block's packed stream (little-endian) from byte
+/// `byte` of lane `i`; bytes past the block read as zero (no value of the
+/// lane lies there).
+#[inline(always)]
+fn lane_window<const BITS: u32>(block: &[u32], i: usize, byte: usize) -> u32 {
+    if lane_bytes(BITS) == 4 {
+        return block[i];
+    }
+    let at = i * lane_bytes(BITS) + byte;
+    let (w, shift) = (at / 4, 8 * (at % 4) as u32);
+    let pair = block[w] as u64 | (block.get(w + 1).copied().unwrap_or(0) as u64) << 32;
+    (pair >> shift) as u32
 }
 
 /// Rows `r0..r0 + out.len()` for any width: each group unpacked to f32,
@@ -561,7 +655,10 @@ mod tests {
         unsafe {
             match p.bits {
                 2 => rows_fma::<S, 2, 16>(&a, 0, &mut out),
+                3 => rows_fma::<S, 3, 8>(&a, 0, &mut out),
                 4 => rows_fma::<S, 4, 8>(&a, 0, &mut out),
+                5 => rows_fma::<S, 5, 8>(&a, 0, &mut out),
+                6 => rows_fma::<S, 6, 4>(&a, 0, &mut out),
                 _ => rows_fma::<S, 8, 4>(&a, 0, &mut out),
             }
         }
@@ -584,22 +681,18 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for (bits, gs) in [
-            (2, 32),
-            (2, 64),
-            (2, 128),
-            (4, 32),
-            (4, 64),
-            (4, 128),
-            (8, 32),
-            (8, 64),
-            (8, 128),
-        ] {
+        for (bits, gs) in [2, 3, 4, 5, 6, 8]
+            .into_iter()
+            .flat_map(|bits| [32, 64, 128].map(|gs| (bits, gs)))
+        {
             let p = QParams {
                 group_size: gs,
                 bits,
             };
+            // The last row's last block is where 3- and 5-byte lanes'
+            // loads would pass the matrix's end.
             let (n, k) = (37, 4 * 128);
+            assert!(blocked(p, k * bits / 32), "bits {bits} gs {gs}");
             // Every fourth word zero (q = 0 against negative inputs gives
             // -0 products); x negative throughout its second group.
             let packed: Vec<u32> = (0..n * k * bits / 32)

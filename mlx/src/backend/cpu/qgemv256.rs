@@ -1,5 +1,5 @@
-//! The 2/4/8-bit quantized matrix-vector kernel of [`qgemv`](super::qgemv)
-//! for AVX2 + FMA, written with intrinsics. It does the arithmetic of the
+//! The blocked (2 to 6 and 8-bit) quantized matrix-vector kernel of
+//! [`qgemv`](super::qgemv) for AVX2 + FMA, written with intrinsics. It does the arithmetic of the
 //! portable `qgemv::rows_blocked` in the same order, so it gives the same
 //! bits; left to the auto-vectorizer, that code ran half its products as
 //! scalars and spent about one instruction per 4-bit weight, and at 4 bits
@@ -9,13 +9,20 @@
 //! its first products instead of from zero plus them. They differ only in
 //! the sign of a zero sum, and the row's sum starts from +0, which absorbs
 //! it (`-0 · s + 0 = +0`, as `+0 · s + 0` is).
+//!
+//! A block's lanes are its 8 words for 2, 4 and 8 bits; for 3, 5 and 6
+//! bits they are 3 or 5 bytes apart, and byte shuffles put each lane's
+//! 32-bit windows into a vector (see [`Blocks`]).
 
 use super::num::Float;
-use super::qgemv::{finish, prefetch_ahead, Args, LANES};
+use super::qgemv::{
+    block_words, finish, lane_bytes, lane_group_shift, prefetch_ahead, shifted_down, window, Args,
+    LANES,
+};
 use std::arch::x86_64::*;
 
-/// Rows `r0..r0 + out.len()` with `BITS` in {2, 4, 8} (`P = 32 / BITS`
-/// values a word) and whole blocks of [`LANES`] words in a row.
+/// Rows `r0..r0 + out.len()` with `BITS` in 2..=6 or 8 (`P` values a lane,
+/// see `qgemv::lane_values`) and whole blocks in a row (`qgemv::blocked`).
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA ([`has_fma`](super::simd::has_fma)).
@@ -25,38 +32,37 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
     r0: usize,
     out: &mut [f32],
 ) {
-    let wpg = a.p.words_per_group();
+    let (wpg, bw) = (a.p.words_per_group(), block_words(BITS));
     for (r, o) in (r0..).zip(out.iter_mut()) {
         let (words, scales, biases) = a.row(r);
         prefetch_ahead(words);
-        let acc = if wpg == LANES {
+        let blocks = Blocks::<BITS>::of_row(a, r);
+        let acc = if wpg == bw {
             // A block per group (4 bits in groups of 64, 8 in groups of 32).
-            fixed_groups::<S, BITS, P, 1>(words, a.xp, scales)
-        } else if wpg == 2 * LANES {
+            fixed_groups::<S, BITS, P, 1>(&blocks, a.xp, scales)
+        } else if wpg == 2 * bw {
             // Two (4 bits in groups of 128, 8 in groups of 64).
-            fixed_groups::<S, BITS, P, 2>(words, a.xp, scales)
-        } else if wpg > LANES {
+            fixed_groups::<S, BITS, P, 2>(&blocks, a.xp, scales)
+        } else if wpg > bw {
             // Several blocks per group: one scale for the group's lanes.
+            let per = wpg / bw;
             let mut acc = _mm256_setzero_ps();
-            let groups = words.chunks_exact(wpg).zip(a.xp.chunks_exact(wpg * P));
-            for ((gw, gx), &s) in groups.zip(scales) {
-                let mut blocks = gw.chunks_exact(LANES).zip(gx.chunks_exact(LANES * P));
-                let (w0, x0) = blocks.next().expect("a group holds a block");
-                let mut d = first_block::<BITS, P>(w0, x0);
-                for (bw, bx) in blocks {
-                    block::<BITS, P>(bw, bx, &mut d);
+            for (g, &s) in scales.iter().enumerate() {
+                let first = g * per;
+                let mut d = first_block::<BITS, P>(blocks.at(first), xp_of::<P>(a.xp, first));
+                for b in first + 1..first + per {
+                    block::<BITS, P>(blocks.at(b), xp_of::<P>(a.xp, b), &mut d);
                 }
                 let sum = _mm256_add_ps(d[0], d[1]);
                 acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
             }
             acc
         } else {
-            // Several groups per block (wpg is 2 or 4): a scale per lane.
+            // Several groups per block: a scale per lane.
             let mut acc = _mm256_setzero_ps();
-            let shift = wpg.trailing_zeros();
-            let blocks = words.chunks_exact(LANES).zip(a.xp.chunks_exact(LANES * P));
-            for (b, (bw, bx)) in blocks.enumerate() {
-                let d = first_block::<BITS, P>(bw, bx);
+            let shift = lane_group_shift(a.p);
+            for b in 0..words.len() / bw {
+                let d = first_block::<BITS, P>(blocks.at(b), xp_of::<P>(a.xp, b));
                 let s: [f32; LANES] =
                     std::array::from_fn(|i| scales[(b * LANES + i) >> shift].to_f32());
                 // SAFETY: `s` holds 8 f32, what an unaligned 256-bit load reads.
@@ -78,22 +84,15 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn fixed_groups<S: Float, const BITS: u32, const P: usize, const B: usize>(
-    words: &[u32],
+    blocks: &Blocks<'_, BITS>,
     xp: &[f32],
     scales: &[S],
 ) -> __m256 {
     let mut acc = _mm256_setzero_ps();
-    let groups = words
-        .chunks_exact(B * LANES)
-        .zip(xp.chunks_exact(B * LANES * P));
-    for ((gw, gx), &s) in groups.zip(scales) {
-        let mut d = first_block::<BITS, P>(&gw[..LANES], &gx[..LANES * P]);
-        for b in 1..B {
-            block::<BITS, P>(
-                &gw[b * LANES..(b + 1) * LANES],
-                &gx[b * LANES * P..(b + 1) * LANES * P],
-                &mut d,
-            );
+    for (g, &s) in scales.iter().enumerate() {
+        let mut d = first_block::<BITS, P>(blocks.at(g * B), xp_of::<P>(xp, g * B));
+        for b in g * B + 1..(g + 1) * B {
+            block::<BITS, P>(blocks.at(b), xp_of::<P>(xp, b), &mut d);
         }
         let sum = _mm256_add_ps(d[0], d[1]);
         acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
@@ -101,50 +100,209 @@ fn fixed_groups<S: Float, const BITS: u32, const P: usize, const B: usize>(
     acc
 }
 
-/// Value `j` of each of a block's 8 words as f32, times `2^(BITS j)`
-/// (masked in place, the last one shifted down; see `qgemv::permute`),
+/// Block `b`'s `8 P` permuted inputs.
+#[inline(always)]
+fn xp_of<const P: usize>(xp: &[f32], b: usize) -> &[f32] {
+    &xp[b * LANES * P..(b + 1) * LANES * P]
+}
+
+/// A row's blocks, each loaded as its lanes' 32-bit windows. The loads of
+/// 3- and 5-byte lanes read a few bytes past the block (into the next row,
+/// or the next block); where the matrix ends first, the block is copied
+/// into a zero-padded buffer.
+struct Blocks<'a, const BITS: u32> {
+    /// The row's words and every word after it in the matrix.
+    rest: &'a [u32],
+}
+
+impl<'a, const BITS: u32> Blocks<'a, BITS> {
+    /// Words a block's load reads from its start: two 16-byte loads 12
+    /// bytes apart for 3-byte lanes, 20 and 25 bytes past their halves'
+    /// starts for 5-byte lanes.
+    const READ: usize = match lane_bytes(BITS) {
+        3 => 7,
+        5 => 11,
+        _ => LANES,
+    };
+
+    fn of_row<S>(a: &Args<'a, S>, r: usize) -> Self {
+        Blocks {
+            rest: &a.w.packed[r * a.row_words..],
+        }
+    }
+
+    /// Block `b`'s windows: `[0]` from each lane's first byte, `[1]` from
+    /// its third (5 bits only; see `qgemv::window`).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn at(&self, b: usize) -> [__m256i; 2] {
+        let from = b * block_words(BITS);
+        let mut padded = [0u32; 12];
+        let words = match self.rest.get(from..from + Self::READ) {
+            Some(w) => w,
+            None => {
+                let tail = &self.rest[from..];
+                padded[..tail.len()].copy_from_slice(tail);
+                &padded[..Self::READ]
+            }
+        };
+        let p = words.as_ptr().cast::<u8>();
+        // SAFETY (each arm): `words` holds `READ` words, which covers the
+        // bytes each load reads (checked against `READ`'s doc: 12 + 16 <=
+        // 28; 25 + 16 <= 44; 32).
+        match lane_bytes(BITS) {
+            3 => unsafe {
+                // Halves: bytes 0..16 and 12..28, lanes 3 bytes apart.
+                let v = halves(p, 0, 12);
+                let lanes = _mm256_setr_epi8(
+                    0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12, //
+                    0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12,
+                );
+                [_mm256_shuffle_epi8(v, lanes), _mm256_setzero_si256()]
+            },
+            5 => unsafe {
+                // Half h holds lanes 4h..4h+4 (bytes 20h..20h+20): its first
+                // three lanes' windows from bytes 20h.., its last one's
+                // from bytes 20h+5...
+                let (lo, hi) = (halves(p, 0, 20), halves(p, 5, 25));
+                let window = |first: [i8; 3], last: i8| {
+                    let [a, b, c] = first;
+                    let from_lo = _mm256_setr_epi8(
+                        a,
+                        a + 1,
+                        a + 2,
+                        a + 3,
+                        b,
+                        b + 1,
+                        b + 2,
+                        b + 3, //
+                        c,
+                        c + 1,
+                        c + 2,
+                        c + 3,
+                        -1,
+                        -1,
+                        -1,
+                        -1, //
+                        a,
+                        a + 1,
+                        a + 2,
+                        a + 3,
+                        b,
+                        b + 1,
+                        b + 2,
+                        b + 3, //
+                        c,
+                        c + 1,
+                        c + 2,
+                        c + 3,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                    );
+                    let from_hi = _mm256_setr_epi8(
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1, //
+                        last,
+                        last + 1,
+                        last + 2,
+                        last + 3, //
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1,
+                        -1, //
+                        last,
+                        last + 1,
+                        last + 2,
+                        last + 3,
+                    );
+                    _mm256_or_si256(
+                        _mm256_shuffle_epi8(lo, from_lo),
+                        _mm256_shuffle_epi8(hi, from_hi),
+                    )
+                };
+                // Lane q's bytes 5q..; the last lane's are bytes 10.. of `hi`.
+                [window([0, 5, 10], 10), window([2, 7, 12], 12)]
+            },
+            _ => {
+                // SAFETY: see above (32 bytes).
+                let v = unsafe { _mm256_loadu_si256(p.cast()) };
+                [v, _mm256_setzero_si256()]
+            }
+        }
+    }
+}
+
+/// 16 bytes from `p + lo` and 16 from `p + hi` as one vector's halves.
+///
+/// # Safety
+/// Both 16-byte runs must be readable.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn halves(p: *const u8, lo: usize, hi: usize) -> __m256i {
+    // SAFETY: the caller's.
+    unsafe {
+        _mm256_inserti128_si256::<1>(
+            _mm256_castsi128_si256(_mm_loadu_si128(p.add(lo).cast())),
+            _mm_loadu_si128(p.add(hi).cast()),
+        )
+    }
+}
+
+/// Value `j` of each of a block's 8 lanes as f32, times `2^t` (masked in
+/// place at bit `t` of its window, or shifted down; see `qgemv::permute`),
 /// and its 8 permuted inputs.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 fn plane<const BITS: u32, const P: usize>(
-    words: __m256i,
+    windows: &[__m256i; 2],
     xb: &[f32],
     j: usize,
 ) -> (__m256, __m256) {
     let xs: &[f32; LANES] = xb[j * LANES..(j + 1) * LANES].try_into().expect("8");
     // SAFETY: `xs` is 8 f32, what a 256-bit load reads.
     let x = unsafe { _mm256_loadu_ps(xs.as_ptr()) };
-    let shift = BITS * j as u32;
-    let q = if j + 1 < P {
+    let (byte, shift) = window(BITS, j);
+    let words = windows[usize::from(byte != 0)];
+    let q = if shifted_down(BITS, j) {
+        _mm256_srl_epi32(words, _mm_cvtsi32_si128(shift as i32))
+    } else {
         let mask = ((1u32 << BITS) - 1) << shift;
         _mm256_and_si256(words, _mm256_set1_epi32(mask as i32))
-    } else {
-        _mm256_srl_epi32(words, _mm_cvtsi32_si128(shift as i32))
     };
     // Below 2^31, so the signed conversion is exact.
     (_mm256_cvtepi32_ps(q), x)
 }
 
-/// A block's 8 words.
-#[inline]
-#[target_feature(enable = "avx2,fma")]
-fn load(words: &[u32]) -> __m256i {
-    let words: &[u32; LANES] = words.try_into().expect("a block");
-    // SAFETY: `words` is 8 u32, what a 256-bit load reads.
-    unsafe { _mm256_loadu_si256(words.as_ptr().cast()) }
-}
-
 /// The first block of a group (`xb`: its `8 P` permuted inputs): `d[j % 2]
-/// = Σ q_j · xp_j` over the values `j` of the words.
+/// = Σ q_j · xp_j` over the values `j` of the lanes.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn first_block<const BITS: u32, const P: usize>(words: &[u32], xb: &[f32]) -> [__m256; 2] {
-    let words = load(words);
-    let (q0, x0) = plane::<BITS, P>(words, xb, 0);
-    let (q1, x1) = plane::<BITS, P>(words, xb, 1);
+fn first_block<const BITS: u32, const P: usize>(windows: [__m256i; 2], xb: &[f32]) -> [__m256; 2] {
+    let (q0, x0) = plane::<BITS, P>(&windows, xb, 0);
+    let (q1, x1) = plane::<BITS, P>(&windows, xb, 1);
     let mut d = [_mm256_mul_ps(q0, x0), _mm256_mul_ps(q1, x1)];
     for j in 2..P {
-        let (q, x) = plane::<BITS, P>(words, xb, j);
+        let (q, x) = plane::<BITS, P>(&windows, xb, j);
         d[j % 2] = _mm256_fmadd_ps(q, x, d[j % 2]);
     }
     d
@@ -153,10 +311,9 @@ fn first_block<const BITS: u32, const P: usize>(words: &[u32], xb: &[f32]) -> [_
 /// A later block of a group: `d[j % 2] += q_j · xp_j`.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn block<const BITS: u32, const P: usize>(words: &[u32], xb: &[f32], d: &mut [__m256; 2]) {
-    let words = load(words);
+fn block<const BITS: u32, const P: usize>(windows: [__m256i; 2], xb: &[f32], d: &mut [__m256; 2]) {
     for j in 0..P {
-        let (q, x) = plane::<BITS, P>(words, xb, j);
+        let (q, x) = plane::<BITS, P>(&windows, xb, j);
         d[j % 2] = _mm256_fmadd_ps(q, x, d[j % 2]);
     }
 }
