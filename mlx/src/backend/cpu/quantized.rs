@@ -135,8 +135,46 @@ pub(super) fn unpack_group(words: &[u32], bits: usize, out: &mut [f32]) {
         }
         return;
     }
-    for (j, o) in out.iter_mut().enumerate() {
-        *o = get_bits(words, j * bits, bits) as f32;
+    match bits {
+        3 | 5 | 6 if out.len().is_multiple_of(8) => unpack_lanes(words, bits, out, |q| q),
+        _ => {
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = get_bits(words, j * bits, bits) as f32;
+            }
+        }
+    }
+}
+
+/// `out[j] = f(q_j)` for one group of 3, 5 or 6 bits (a multiple of 8
+/// values).
+#[inline(always)]
+fn unpack_lanes(words: &[u32], bits: usize, out: &mut [f32], f: impl Fn(f32) -> f32) {
+    match bits {
+        3 => unpack_bytes::<3, 8>(words, out, f),
+        5 => unpack_bytes::<5, 8>(words, out, f),
+        _ => unpack_bytes::<6, 4>(words, out, f),
+    }
+}
+
+/// [`unpack_lanes`] `P` values (whole bytes: 3, 5 or 3 of them) at a
+/// time: each run of bytes is one shift of a 64-bit pair of words away (it
+/// starts on a byte, so at most 24 bits into the pair, and is at most 40
+/// bits long), and its values are shifts of that.
+#[inline(always)]
+fn unpack_bytes<const BITS: usize, const P: usize>(
+    words: &[u32],
+    out: &mut [f32],
+    f: impl Fn(f32) -> f32,
+) {
+    let mask = (1u64 << BITS) - 1;
+    for (l, o) in out.chunks_exact_mut(P).enumerate() {
+        let bit = l * BITS * P;
+        let (w, shift) = (bit / 32, bit % 32);
+        let pair = words[w] as u64 | (words.get(w + 1).copied().unwrap_or(0) as u64) << 32;
+        let lane = pair >> shift;
+        for (j, o) in o.iter_mut().enumerate() {
+            *o = f(((lane >> (BITS * j)) & mask) as f32);
+        }
     }
 }
 
@@ -197,6 +235,7 @@ fn dequantize_group(words: &[u32], bits: usize, s: f32, b: f32, out: &mut [f32])
         2 => dequantize_words::<2>(words, s, b, out),
         4 => dequantize_words::<4>(words, s, b, out),
         8 => dequantize_words::<8>(words, s, b, out),
+        3 | 5 | 6 if out.len().is_multiple_of(8) => unpack_lanes(words, bits, out, |q| s * q + b),
         _ => {
             unpack_group(words, bits, out);
             out.iter_mut().for_each(|x| *x = s * *x + b);
@@ -460,4 +499,26 @@ fn dot_packed<const BITS: u32, const P: usize>(words: &[u32], x: &[f32]) -> f32 
         }
     }
     acc.iter().sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every width's unpacking reads the values `get_bits` reads.
+        #[test]
+        fn unpack_group_reads_the_bit_stream(
+            bits in prop::sample::select(vec![1usize, 2, 3, 4, 5, 6, 8]),
+            gs in prop::sample::select(vec![32usize, 64, 128]),
+            words in prop::collection::vec(any::<u32>(), 48),
+        ) {
+            let words = &words[..gs * bits / 32];
+            let mut got = vec![f32::NAN; gs];
+            unpack_group(words, bits, &mut got);
+            let want: Vec<f32> = (0..gs).map(|j| get_bits(words, j * bits, bits) as f32).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 }
