@@ -393,3 +393,23 @@ fn bfloat16_widens_with_mlx_nan_payloads() {
         assert_bits_eq(&got, &want);
     }
 }
+
+/// float32 NaNs cast as MLX casts them: complex64's real part keeps the
+/// bits (a signaling NaN stays signaling), float64 quiets them, the half
+/// types give their one NaN (MLX 0.32.4's results:
+/// tests/fixtures/elementwise/cast_float32_nans.py).
+#[test]
+fn float32_casts_keep_mlx_nan_bits() {
+    let bits = npy(&format!("{DIR}/f32cast_in.npy"));
+    let x = ops::view(&bits, Dtype::Float32).unwrap();
+    for (dtype, as_bits) in [
+        (Dtype::Complex64, Dtype::Uint32),
+        (Dtype::Float64, Dtype::Uint64),
+        (Dtype::Float16, Dtype::Uint16),
+        (Dtype::Bfloat16, Dtype::Uint16),
+    ] {
+        let want = npy(&format!("{DIR}/f32cast_out__{}.npy", dtype.name()));
+        let got = ops::view(&ops::astype(&x, dtype).unwrap(), as_bits).unwrap();
+        assert_bits_eq(&got, &want);
+    }
+}

@@ -43,9 +43,10 @@ fn trunc_u64(v: f64) -> u64 {
 pub enum Wide {
     Int(i128),
     Float(f64),
-    /// A bfloat16's value with its f32 bits: an f32 or complex64 target
-    /// takes them as they are (MLX widens bfloat16 by a shift, so a
-    /// signaling NaN stays signaling, where the f64 transit would quiet it).
+    /// A float32's or bfloat16's value with its f32 bits: an f32 or
+    /// complex64 target takes them as they are (MLX keeps a float32's bits
+    /// there and widens bfloat16 by a shift, so a signaling NaN stays
+    /// signaling, where the f64 transit would quiet it).
     Single(f32),
     Complex(f64, f64),
 }
@@ -111,7 +112,7 @@ macro_rules! float_cast {
     )*};
 }
 float_cast!(
-    f32 => |v: f64| v as f32, |v: f32| v, |i: i128| i as f32, |x: f32| Wide::Float(x as f64);
+    f32 => |v: f64| v as f32, |v: f32| v, |i: i128| i as f32, |x: f32| Wide::Single(x);
     f64 => |v: f64| v, |v: f32| v as f64, |i: i128| i as f64, |x: f64| Wide::Float(x);
     // Widened through the branch-free `f16_to_f32` (exact, as f32 -> f64
     // is): `half`'s own checks the CPU per value, so no cast loop from
