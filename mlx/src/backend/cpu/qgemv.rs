@@ -19,7 +19,7 @@
 // Scales and biases (f32, f16 or bf16) are read in place through
 // `Float::to_f32`, exact for each.
 use super::num::Float;
-use super::quantized::{unpack_group, QParams};
+use super::quantized::{bits_from, unpack_group, QParams};
 use rayon::prelude::*;
 
 /// W (n × k) stored quantized, row-major: `n * k * bits / 32` words and
@@ -489,10 +489,7 @@ fn lane_window<const BITS: u32>(block: &[u32], i: usize, byte: usize) -> u32 {
     if lane_bytes(BITS) == 4 {
         return block[i];
     }
-    let at = i * lane_bytes(BITS) + byte;
-    let (w, shift) = (at / 4, 8 * (at % 4) as u32);
-    let pair = block[w] as u64 | (block.get(w + 1).copied().unwrap_or(0) as u64) << 32;
-    (pair >> shift) as u32
+    bits_from(block, 8 * (i * lane_bytes(BITS) + byte)) as u32
 }
 
 /// Rows `r0..r0 + out.len()` for any width: each group unpacked to f32,

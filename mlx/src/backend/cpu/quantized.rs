@@ -119,6 +119,16 @@ pub fn get_bits(words: &[u32], pos: usize, bits: usize) -> u32 {
     v & mask
 }
 
+/// The stream from bit `pos` on, at least 40 bits of it where `pos % 32
+/// <= 24` (a byte boundary is): the pair of words holding `pos`, shifted
+/// down. Bits past the last word read as zero.
+#[inline(always)]
+pub(super) fn bits_from(words: &[u32], pos: usize) -> u64 {
+    let (w, shift) = (pos / 32, pos % 32);
+    let pair = words[w] as u64 | (words.get(w + 1).copied().unwrap_or(0) as u64) << 32;
+    pair >> shift
+}
+
 /// Unpacks one group into `out` as f32 integers.
 #[inline]
 pub(super) fn unpack_group(words: &[u32], bits: usize, out: &mut [f32]) {
@@ -156,10 +166,9 @@ fn unpack_lanes(words: &[u32], bits: usize, out: &mut [f32], f: impl Fn(f32) -> 
     }
 }
 
-/// [`unpack_lanes`] `P` values (whole bytes: 3, 5 or 3 of them) at a
-/// time: each run of bytes is one shift of a 64-bit pair of words away (it
-/// starts on a byte, so at most 24 bits into the pair, and is at most 40
-/// bits long), and its values are shifts of that.
+/// [`unpack_lanes`] `P` values (whole bytes: 3, 5 or 3 of them, starting
+/// on a byte) at a time: the run of bytes is one [`bits_from`] away, and
+/// its values are shifts of that.
 #[inline(always)]
 fn unpack_bytes<const BITS: usize, const P: usize>(
     words: &[u32],
@@ -168,10 +177,7 @@ fn unpack_bytes<const BITS: usize, const P: usize>(
 ) {
     let mask = (1u64 << BITS) - 1;
     for (l, o) in out.chunks_exact_mut(P).enumerate() {
-        let bit = l * BITS * P;
-        let (w, shift) = (bit / 32, bit % 32);
-        let pair = words[w] as u64 | (words.get(w + 1).copied().unwrap_or(0) as u64) << 32;
-        let lane = pair >> shift;
+        let lane = bits_from(words, l * BITS * P);
         for (j, o) in o.iter_mut().enumerate() {
             *o = f(((lane >> (BITS * j)) & mask) as f32);
         }
