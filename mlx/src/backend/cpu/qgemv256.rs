@@ -47,11 +47,13 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
             // Several blocks per group: one scale for the group's lanes.
             let per = wpg / bw;
             let mut acc = _mm256_setzero_ps();
-            for (g, &s) in scales.iter().enumerate() {
-                let first = g * per;
-                let mut d = first_block::<BITS, P>(blocks.at(first), xp_of::<P>(a.xp, first));
-                for b in first + 1..first + per {
-                    block::<BITS, P>(blocks.at(b), xp_of::<P>(a.xp, b), &mut d);
+            let groups = a.xp.chunks_exact(per * LANES * P).zip(scales);
+            for (g, (gx, &s)) in groups.enumerate() {
+                let mut xs = gx.chunks_exact(LANES * P);
+                let x0 = xs.next().expect("a group holds a block");
+                let mut d = first_block::<BITS, P>(blocks.at(g * per), x0);
+                for (b, xb) in (g * per + 1..).zip(xs) {
+                    block::<BITS, P>(blocks.at(b), xb, &mut d);
                 }
                 let sum = _mm256_add_ps(d[0], d[1]);
                 acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
@@ -61,8 +63,9 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32, const P: usize>(
             // Several groups per block: a scale per lane.
             let mut acc = _mm256_setzero_ps();
             let shift = lane_group_shift(a.p);
-            for b in 0..words.len() / bw {
-                let d = first_block::<BITS, P>(blocks.at(b), xp_of::<P>(a.xp, b));
+            let xs = a.xp.chunks_exact(LANES * P).take(words.len() / bw);
+            for (b, xb) in xs.enumerate() {
+                let d = first_block::<BITS, P>(blocks.at(b), xb);
                 let s: [f32; LANES] =
                     std::array::from_fn(|i| scales[(b * LANES + i) >> shift].to_f32());
                 // SAFETY: `s` holds 8 f32, what an unaligned 256-bit load reads.
@@ -89,21 +92,18 @@ fn fixed_groups<S: Float, const BITS: u32, const P: usize, const B: usize>(
     scales: &[S],
 ) -> __m256 {
     let mut acc = _mm256_setzero_ps();
-    for (g, &s) in scales.iter().enumerate() {
-        let mut d = first_block::<BITS, P>(blocks.at(g * B), xp_of::<P>(xp, g * B));
-        for b in g * B + 1..(g + 1) * B {
-            block::<BITS, P>(blocks.at(b), xp_of::<P>(xp, b), &mut d);
+    let groups = xp.chunks_exact(B * LANES * P).zip(scales);
+    for (g, (gx, &s)) in groups.enumerate() {
+        let mut xs = gx.chunks_exact(LANES * P);
+        let x0 = xs.next().expect("a group holds a block");
+        let mut d = first_block::<BITS, P>(blocks.at(g * B), x0);
+        for (b, xb) in (g * B + 1..).zip(xs) {
+            block::<BITS, P>(blocks.at(b), xb, &mut d);
         }
         let sum = _mm256_add_ps(d[0], d[1]);
         acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(s.to_f32()), acc);
     }
     acc
-}
-
-/// Block `b`'s `8 P` permuted inputs.
-#[inline(always)]
-fn xp_of<const P: usize>(xp: &[f32], b: usize) -> &[f32] {
-    &xp[b * LANES * P..(b + 1) * LANES * P]
 }
 
 /// A row's blocks, each loaded as its lanes' 32-bit windows. The loads of
@@ -113,6 +113,9 @@ fn xp_of<const P: usize>(xp: &[f32], b: usize) -> &[f32] {
 struct Blocks<'a, const BITS: u32> {
     /// The row's words and every word after it in the matrix.
     rest: &'a [u32],
+    /// Blocks whose loads stay inside `rest`: all of a row's, but for 3-
+    /// and 5-byte lanes perhaps not the matrix's last.
+    inside: usize,
 }
 
 impl<'a, const BITS: u32> Blocks<'a, BITS> {
@@ -126,128 +129,152 @@ impl<'a, const BITS: u32> Blocks<'a, BITS> {
     };
 
     fn of_row<S>(a: &Args<'a, S>, r: usize) -> Self {
-        Blocks {
-            rest: &a.w.packed[r * a.row_words..],
-        }
+        let rest = &a.w.packed[r * a.row_words..];
+        let inside = match rest.len().checked_sub(Self::READ) {
+            Some(spare) => spare / block_words(BITS) + 1,
+            None => 0,
+        };
+        debug_assert!(lane_bytes(BITS) != 4 || inside * block_words(BITS) >= a.row_words);
+        Blocks { rest, inside }
     }
 
-    /// Block `b`'s windows: `[0]` from each lane's first byte, `[1]` from
-    /// its third (5 bits only; see `qgemv::window`).
+    /// Block `b` of the row's windows: `[0]` from each lane's first byte,
+    /// `[1]` from its third (5 bits only; see `qgemv::window`).
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     fn at(&self, b: usize) -> [__m256i; 2] {
         let from = b * block_words(BITS);
+        if lane_bytes(BITS) == 4 || b < self.inside {
+            // SAFETY: `inside` counts the blocks whose `READ` words lie in
+            // `rest` (one check a row); a row holds all of its blocks'
+            // words, which are all 4-byte lanes read.
+            unsafe { windows::<BITS>(self.rest.as_ptr().add(from).cast()) }
+        } else {
+            self.padded(from)
+        }
+    }
+
+    /// [`Blocks::at`] for a block whose loads would pass the matrix's end:
+    /// its words copied into a zero-padded buffer first.
+    #[cold]
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma")]
+    fn padded(&self, from: usize) -> [__m256i; 2] {
+        let tail = &self.rest[from..];
         let mut padded = [0u32; 12];
-        let words = match self.rest.get(from..from + Self::READ) {
-            Some(w) => w,
-            None => {
-                let tail = &self.rest[from..];
-                padded[..tail.len()].copy_from_slice(tail);
-                &padded[..Self::READ]
-            }
-        };
-        let p = words.as_ptr().cast::<u8>();
-        // SAFETY (each arm): `words` holds `READ` words, which covers the
-        // bytes each load reads (checked against `READ`'s doc: 12 + 16 <=
-        // 28; 25 + 16 <= 44; 32).
-        match lane_bytes(BITS) {
-            3 => unsafe {
-                // Halves: bytes 0..16 and 12..28, lanes 3 bytes apart.
-                let v = halves(p, 0, 12);
-                let lanes = _mm256_setr_epi8(
-                    0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12, //
-                    0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12,
+        padded[..tail.len()].copy_from_slice(tail);
+        // SAFETY: `padded` holds 12 >= `READ` words.
+        unsafe { windows::<BITS>(padded.as_ptr().cast()) }
+    }
+}
+
+/// The windows of the block at `p` (see [`Blocks::at`]).
+///
+/// # Safety
+/// `p` must start `Blocks::<BITS>::READ` readable words.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn windows<const BITS: u32>(p: *const u8) -> [__m256i; 2] {
+    // SAFETY (each arm): the caller's `READ` words cover the bytes each
+    // load reads (checked against `READ`'s doc: 12 + 16 <= 28; 25 + 16 <=
+    // 44; 32).
+    match lane_bytes(BITS) {
+        3 => unsafe {
+            // Halves: bytes 0..16 and 12..28, lanes 3 bytes apart.
+            let v = halves(p, 0, 12);
+            let lanes = _mm256_setr_epi8(
+                0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12, //
+                0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12,
+            );
+            [_mm256_shuffle_epi8(v, lanes), _mm256_setzero_si256()]
+        },
+        5 => unsafe {
+            // Half h holds lanes 4h..4h+4 (bytes 20h..20h+20): its first
+            // three lanes' windows from bytes 20h.., its last one's
+            // from bytes 20h+5...
+            let (lo, hi) = (halves(p, 0, 20), halves(p, 5, 25));
+            let window = |first: [i8; 3], last: i8| {
+                let [a, b, c] = first;
+                let from_lo = _mm256_setr_epi8(
+                    a,
+                    a + 1,
+                    a + 2,
+                    a + 3,
+                    b,
+                    b + 1,
+                    b + 2,
+                    b + 3, //
+                    c,
+                    c + 1,
+                    c + 2,
+                    c + 3,
+                    -1,
+                    -1,
+                    -1,
+                    -1, //
+                    a,
+                    a + 1,
+                    a + 2,
+                    a + 3,
+                    b,
+                    b + 1,
+                    b + 2,
+                    b + 3, //
+                    c,
+                    c + 1,
+                    c + 2,
+                    c + 3,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
                 );
-                [_mm256_shuffle_epi8(v, lanes), _mm256_setzero_si256()]
-            },
-            5 => unsafe {
-                // Half h holds lanes 4h..4h+4 (bytes 20h..20h+20): its first
-                // three lanes' windows from bytes 20h.., its last one's
-                // from bytes 20h+5...
-                let (lo, hi) = (halves(p, 0, 20), halves(p, 5, 25));
-                let window = |first: [i8; 3], last: i8| {
-                    let [a, b, c] = first;
-                    let from_lo = _mm256_setr_epi8(
-                        a,
-                        a + 1,
-                        a + 2,
-                        a + 3,
-                        b,
-                        b + 1,
-                        b + 2,
-                        b + 3, //
-                        c,
-                        c + 1,
-                        c + 2,
-                        c + 3,
-                        -1,
-                        -1,
-                        -1,
-                        -1, //
-                        a,
-                        a + 1,
-                        a + 2,
-                        a + 3,
-                        b,
-                        b + 1,
-                        b + 2,
-                        b + 3, //
-                        c,
-                        c + 1,
-                        c + 2,
-                        c + 3,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                    );
-                    let from_hi = _mm256_setr_epi8(
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1, //
-                        last,
-                        last + 1,
-                        last + 2,
-                        last + 3, //
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1,
-                        -1, //
-                        last,
-                        last + 1,
-                        last + 2,
-                        last + 3,
-                    );
-                    _mm256_or_si256(
-                        _mm256_shuffle_epi8(lo, from_lo),
-                        _mm256_shuffle_epi8(hi, from_hi),
-                    )
-                };
-                // Lane q's bytes 5q..; the last lane's are bytes 10.. of `hi`.
-                [window([0, 5, 10], 10), window([2, 7, 12], 12)]
-            },
-            _ => {
-                // SAFETY: see above (32 bytes).
-                let v = unsafe { _mm256_loadu_si256(p.cast()) };
-                [v, _mm256_setzero_si256()]
-            }
+                let from_hi = _mm256_setr_epi8(
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1, //
+                    last,
+                    last + 1,
+                    last + 2,
+                    last + 3, //
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    -1, //
+                    last,
+                    last + 1,
+                    last + 2,
+                    last + 3,
+                );
+                _mm256_or_si256(
+                    _mm256_shuffle_epi8(lo, from_lo),
+                    _mm256_shuffle_epi8(hi, from_hi),
+                )
+            };
+            // Lane q's bytes 5q..; the last lane's are bytes 10.. of `hi`.
+            [window([0, 5, 10], 10), window([2, 7, 12], 12)]
+        },
+        _ => {
+            // SAFETY: see above (32 bytes).
+            let v = unsafe { _mm256_loadu_si256(p.cast()) };
+            [v, _mm256_setzero_si256()]
         }
     }
 }
