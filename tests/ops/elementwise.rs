@@ -382,14 +382,27 @@ fn bfloat16_widens_with_mlx_nan_payloads() {
     let bits = npy(&format!("{DIR}/widen_in__bfloat16.npy"));
     let x = load("widen_in__bfloat16", Dtype::Bfloat16);
     assert!(bits.size() >= 2 * 127, "every NaN pattern of both signs");
-    for (dtype, as_bits) in [
-        (Dtype::Float32, Dtype::Uint32),
-        (Dtype::Float64, Dtype::Uint64),
-        (Dtype::Float16, Dtype::Uint16),
-        (Dtype::Complex64, Dtype::Uint32),
-    ] {
-        let want = npy(&format!("{DIR}/widen_out__{}.npy", dtype.name()));
-        let got = ops::view(&ops::astype(&x, dtype).unwrap(), as_bits).unwrap();
+    let targets = [
+        Dtype::Float32,
+        Dtype::Float64,
+        Dtype::Float16,
+        Dtype::Complex64,
+    ];
+    assert_casts_give_mlx_bits(&x, "widen_out", targets);
+}
+
+/// `x` cast to each target has the bits of MLX's results in
+/// `{prefix}__{dtype}.npy` (unsigned integers of the element's width;
+/// complex64 as its two float32 parts).
+fn assert_casts_give_mlx_bits(x: &Array, prefix: &str, targets: [Dtype; 4]) {
+    for dtype in targets {
+        let as_bits = match dtype {
+            Dtype::Float64 => Dtype::Uint64,
+            Dtype::Float16 | Dtype::Bfloat16 => Dtype::Uint16,
+            _ => Dtype::Uint32,
+        };
+        let want = npy(&format!("{DIR}/{prefix}__{}.npy", dtype.name()));
+        let got = ops::view(&ops::astype(x, dtype).unwrap(), as_bits).unwrap();
         assert_bits_eq(&got, &want);
     }
 }
@@ -402,14 +415,11 @@ fn bfloat16_widens_with_mlx_nan_payloads() {
 fn float32_casts_keep_mlx_nan_bits() {
     let bits = npy(&format!("{DIR}/f32cast_in.npy"));
     let x = ops::view(&bits, Dtype::Float32).unwrap();
-    for (dtype, as_bits) in [
-        (Dtype::Complex64, Dtype::Uint32),
-        (Dtype::Float64, Dtype::Uint64),
-        (Dtype::Float16, Dtype::Uint16),
-        (Dtype::Bfloat16, Dtype::Uint16),
-    ] {
-        let want = npy(&format!("{DIR}/f32cast_out__{}.npy", dtype.name()));
-        let got = ops::view(&ops::astype(&x, dtype).unwrap(), as_bits).unwrap();
-        assert_bits_eq(&got, &want);
-    }
+    let targets = [
+        Dtype::Complex64,
+        Dtype::Float64,
+        Dtype::Float16,
+        Dtype::Bfloat16,
+    ];
+    assert_casts_give_mlx_bits(&x, "f32cast_out", targets);
 }

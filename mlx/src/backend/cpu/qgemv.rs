@@ -97,7 +97,6 @@ fn blocked(p: QParams, row_words: usize) -> bool {
     }
     let (bw, wpg) = (block_words(bits), p.words_per_group());
     row_words.is_multiple_of(bw)
-        && wpg > 0
         && if wpg >= bw {
             wpg.is_multiple_of(bw)
         } else {

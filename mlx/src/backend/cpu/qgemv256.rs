@@ -182,94 +182,22 @@ unsafe fn windows<const BITS: u32>(p: *const u8) -> [__m256i; 2] {
         3 => unsafe {
             // Halves: bytes 0..16 and 12..28, lanes 3 bytes apart.
             let v = halves(p, 0, 12);
-            let lanes = _mm256_setr_epi8(
-                0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12, //
-                0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12,
-            );
+            let lanes = per_half(THREE_BYTE_LANES);
             [_mm256_shuffle_epi8(v, lanes), _mm256_setzero_si256()]
         },
         5 => unsafe {
             // Half h holds lanes 4h..4h+4 (bytes 20h..20h+20): its first
-            // three lanes' windows from bytes 20h.., its last one's
-            // from bytes 20h+5...
+            // three lanes' windows from bytes 20h.. (`lo`), its last one's
+            // from bytes 20h+5.. (`hi`, where they start 5 bytes earlier).
             let (lo, hi) = (halves(p, 0, 20), halves(p, 5, 25));
-            let window = |first: [i8; 3], last: i8| {
-                let [a, b, c] = first;
-                let from_lo = _mm256_setr_epi8(
-                    a,
-                    a + 1,
-                    a + 2,
-                    a + 3,
-                    b,
-                    b + 1,
-                    b + 2,
-                    b + 3, //
-                    c,
-                    c + 1,
-                    c + 2,
-                    c + 3,
-                    -1,
-                    -1,
-                    -1,
-                    -1, //
-                    a,
-                    a + 1,
-                    a + 2,
-                    a + 3,
-                    b,
-                    b + 1,
-                    b + 2,
-                    b + 3, //
-                    c,
-                    c + 1,
-                    c + 2,
-                    c + 3,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                );
-                let from_hi = _mm256_setr_epi8(
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1, //
-                    last,
-                    last + 1,
-                    last + 2,
-                    last + 3, //
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    -1, //
-                    last,
-                    last + 1,
-                    last + 2,
-                    last + 3,
-                );
+            let window = |w: usize| {
+                let [firsts, last] = FIVE_BYTE_LANES[w].map(|pattern| per_half(pattern));
                 _mm256_or_si256(
-                    _mm256_shuffle_epi8(lo, from_lo),
-                    _mm256_shuffle_epi8(hi, from_hi),
+                    _mm256_shuffle_epi8(lo, firsts),
+                    _mm256_shuffle_epi8(hi, last),
                 )
             };
-            // Lane q's bytes 5q..; the last lane's are bytes 10.. of `hi`.
-            [window([0, 5, 10], 10), window([2, 7, 12], 12)]
+            [window(0), window(1)]
         },
         _ => {
             // SAFETY: see above (32 bytes).
@@ -277,6 +205,38 @@ unsafe fn windows<const BITS: u32>(p: *const u8) -> [__m256i; 2] {
             [v, _mm256_setzero_si256()]
         }
     }
+}
+
+/// The byte shuffle that fills dword `q` of a 128-bit half with bytes
+/// `starts[q]..starts[q] + 4` (zeros where a start is negative).
+const fn dwords_from(starts: [i8; 4]) -> [i8; 16] {
+    let mut pattern = [-1i8; 16];
+    let mut i = 0;
+    while i < 16 {
+        if starts[i / 4] >= 0 {
+            pattern[i] = starts[i / 4] + (i % 4) as i8;
+        }
+        i += 1;
+    }
+    pattern
+}
+
+/// 3-byte lanes: each dword from its lane's first byte.
+const THREE_BYTE_LANES: [i8; 16] = dwords_from([0, 3, 6, 9]);
+
+/// 5-byte lanes, per window (from the lane's first byte, from its third):
+/// the first three lanes' dwords from `lo`, the last one's from `hi`.
+const FIVE_BYTE_LANES: [[[i8; 16]; 2]; 2] = [
+    [dwords_from([0, 5, 10, -1]), dwords_from([-1, -1, -1, 10])],
+    [dwords_from([2, 7, 12, -1]), dwords_from([-1, -1, -1, 12])],
+];
+
+/// `pattern` in both 128-bit halves (a byte shuffle works within halves).
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn per_half(pattern: [i8; 16]) -> __m256i {
+    // SAFETY: `pattern` is 16 bytes, what an unaligned 128-bit load reads.
+    _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(pattern.as_ptr().cast()) })
 }
 
 /// 16 bytes from `p + lo` and 16 from `p + hi` as one vector's halves.
