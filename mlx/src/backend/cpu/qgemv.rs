@@ -573,7 +573,9 @@ mod tests {
     fn case() -> impl Strategy<Value = (usize, usize, usize, usize, u64, usize)> {
         (
             prop::sample::select(vec![1usize, 2, 3, 4, 5, 6, 8]),
-            prop::sample::select(vec![32usize, 64, 128]),
+            // MLX's group sizes, and one that is not a power of two (the
+            // kernels are public; a vector of words may start mid-group).
+            prop::sample::select(vec![32usize, 64, 96, 128]),
             1usize..7,
             // Odd and even row counts; the largest take the parallel path.
             prop_oneof![1usize..40, 300usize..700],

@@ -50,11 +50,14 @@ pub(super) fn available() -> bool {
         && is_x86_feature_detected!("avx512vnni")
 }
 
-/// Whether this layout runs here: 2, 4 or 8 bits, and groups that hold
-/// whole vectors of one plane's values (16 values of a plane span
-/// `16 * 8 / bits` inputs).
+/// Whether this layout runs here: 2, 4 or 8 bits, and groups of a power
+/// of two (MLX's 32, 64 and 128) that hold whole vectors of one plane's
+/// values (16 values of a plane span `16 * 8 / bits` inputs). A vector of
+/// words then starts at a group's start or holds whole groups.
 pub(super) fn supports(bits: usize, group_size: usize) -> bool {
-    matches!(bits, 2 | 4 | 8) && group_size.is_multiple_of(WORDS * 8 / bits)
+    matches!(bits, 2 | 4 | 8)
+        && group_size.is_power_of_two()
+        && group_size.is_multiple_of(WORDS * 8 / bits)
 }
 
 /// Splits `x` (whole groups of `group_size`, which [`supports`] allows)
