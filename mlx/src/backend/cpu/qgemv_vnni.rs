@@ -216,16 +216,16 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32>(
         }
         let mut acc = _mm512_setzero_ps();
         for z in 0..chunks {
-            let m = if z + 1 == chunks { tail_mask } else { !0 };
             let ahead = words.as_ptr().wrapping_add(z * WORDS + PREFETCH_WORDS);
             _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
-            // SAFETY: the mask leaves out the words past the row's end.
+            // SAFETY: every vector but the last lies inside the row; the
+            // last one's mask leaves out the words past the row's end.
             let w = unsafe {
                 let p = words.as_ptr().add(z * WORDS);
                 if z + 1 < chunks {
                     _mm512_loadu_si512(p.cast())
                 } else {
-                    _mm512_maskz_loadu_epi32(m, p.cast())
+                    _mm512_maskz_loadu_epi32(tail_mask, p.cast())
                 }
             };
             let mut sums = [_mm512_setzero_si512(); DIGITS];
