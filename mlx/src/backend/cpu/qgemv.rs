@@ -576,7 +576,9 @@ mod tests {
             // MLX's group sizes, and one that is not a power of two (the
             // kernels are public; a vector of words may start mid-group).
             prop::sample::select(vec![32usize, 64, 96, 128]),
-            1usize..7,
+            // Rows of more than 16 groups too (the VNNI kernel reads a
+            // row's scales and biases 16 at a time).
+            prop_oneof![1usize..7, 17usize..41],
             // Odd and even row counts; the largest take the parallel path.
             prop_oneof![1usize..40, 300usize..700],
             any::<u64>(),

@@ -21,8 +21,9 @@
 //! below 2^-90 or above 2^120) stay on the float kernels.
 
 use super::num::Float;
-use super::qgemv::{bias_term, Args};
+use super::qgemv::Args;
 use crate::buffer::Buffer;
+use crate::Dtype;
 use std::arch::x86_64::*;
 
 /// Words in one 512-bit vector.
@@ -51,6 +52,7 @@ pub(super) struct Digits {
 pub(super) fn available() -> bool {
     super::simd::has_avx512()
         && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("avx512vnni")
 }
 
@@ -70,7 +72,7 @@ pub(super) fn supports(bits: usize, group_size: usize) -> bool {
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
-#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vnni")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn split(x: &[f32], bits: usize, group_size: usize) -> Option<Digits> {
     let planes = 8 / bits;
     let values_per_word = 32 / bits;
@@ -165,7 +167,7 @@ fn lanes(f: impl Fn(usize) -> usize) -> __m512i {
 
 /// Values `t, t + planes, ...` of the `16 * planes` values in `v`.
 #[inline]
-#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vnni")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")]
 fn plane(v: &[__m512; 4], planes: usize, t: usize) -> __m512 {
     match planes {
         1 => v[0],
@@ -180,6 +182,35 @@ fn plane(v: &[__m512; 4], planes: usize, t: usize) -> __m512 {
     }
 }
 
+/// Values `at..at + 16` of `src` (f32, bf16 or f16) as f32 lanes, 0 past
+/// its end: a row's scales or biases read in place, widened in registers.
+#[inline]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")]
+fn widened<S: Float>(src: &[S], at: usize) -> __m512 {
+    let n = src.len().saturating_sub(at).min(16);
+    let mask = ((1u32 << n) - 1) as __mmask16;
+    let p = src.as_ptr().wrapping_add(at);
+    // SAFETY (each load): masked-off lanes are not read (nor can they
+    // fault), and the `n` lanes left lie inside `src`.
+    unsafe {
+        match S::DTYPE {
+            Dtype::Float32 => _mm512_maskz_loadu_ps(mask, p.cast()),
+            Dtype::Bfloat16 => {
+                let h = _mm256_maskz_loadu_epi16(mask, p.cast());
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+            }
+            Dtype::Float16 => _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p.cast())),
+            _ => {
+                let mut v = [0f32; 16];
+                for (d, s) in v.iter_mut().zip(&src[at.min(src.len())..]) {
+                    *d = s.to_f32();
+                }
+                _mm512_loadu_ps(v.as_ptr())
+            }
+        }
+    }
+}
+
 /// `2^e` for `e` in f32's normal range.
 fn pow2(e: i32) -> f32 {
     debug_assert!((-126..=127).contains(&e));
@@ -190,7 +221,7 @@ fn pow2(e: i32) -> f32 {
 ///
 /// # Safety
 /// The CPU must have what [`available`] checks.
-#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vnni")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn rows<S: Float, const BITS: u32>(
     a: &Args<'_, S>,
     xd: &Digits,
@@ -199,10 +230,7 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32>(
 ) {
     let planes = 8 / BITS as usize;
     let (rw, wpg) = (a.row_words, a.p.words_per_group());
-    let gpr = a.w.k / a.p.group_size;
     let chunks = rw.div_ceil(WORDS);
-    // The row's scales as f32, with room for a full vector past the end.
-    let mut scales = vec![0f32; gpr + WORDS];
     // Lane i of a vector reads scale (i / wpg) of its first group.
     let lane_group = lanes(|i| i / wpg);
     let low = _mm512_set1_epi32((((1u32 << BITS) - 1) * 0x0101_0101) as i32);
@@ -210,10 +238,7 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32>(
     let tail_mask: __mmask16 = if tail == 0 { !0 } else { (1 << tail) - 1 };
     let (bytes, units) = (xd.bytes.as_slice::<i8>(), xd.units.as_slice::<f32>());
     for (r, o) in (r0..).zip(out.iter_mut()) {
-        let (words, row_scales, biases) = a.row(r);
-        for (s, v) in scales.iter_mut().zip(row_scales) {
-            *s = v.to_f32();
-        }
+        let (words, scales, biases) = a.row(r);
         let mut acc = _mm512_setzero_ps();
         for z in 0..chunks {
             let ahead = words.as_ptr().wrapping_add(z * WORDS + PREFETCH_WORDS);
@@ -249,16 +274,17 @@ pub(super) unsafe fn rows<S: Float, const BITS: u32>(
             // bytes a vector from an aligned start.
             let u = unsafe { _mm512_load_ps(units.as_ptr().add(z * WORDS)) };
             let first = z * WORDS / wpg;
-            // SAFETY: `scales` has 16 values of room past any group.
-            let s = unsafe {
-                if wpg >= WORDS {
-                    _mm512_set1_ps(*scales.get_unchecked(first))
-                } else {
-                    _mm512_permutexvar_ps(lane_group, _mm512_loadu_ps(scales.as_ptr().add(first)))
-                }
+            let s = if wpg >= WORDS {
+                _mm512_set1_ps(scales[first].to_f32())
+            } else {
+                _mm512_permutexvar_ps(lane_group, widened(scales, first))
             };
             acc = _mm512_fmadd_ps(_mm512_mul_ps(f, u), s, acc);
         }
-        *o = _mm512_reduce_add_ps(acc) + bias_term(biases, a.xsums);
+        // The bias term, Σ b_g Σ x_g, joins the lanes before their sum.
+        for g in (0..biases.len()).step_by(16) {
+            acc = _mm512_fmadd_ps(widened(biases, g), widened(a.xsums, g), acc);
+        }
+        *o = _mm512_reduce_add_ps(acc);
     }
 }
