@@ -119,8 +119,9 @@ enum Isa {
     Avx2,
     /// AVX-512F/DQ besides AVX2 + FMA: 2/4/8-bit blocked rows two at a time.
     Avx512,
-    /// AVX-512 BW and VNNI besides: 2/4/8-bit rows as integer products
-    /// (see `qgemv_vnni`), where the inputs allow.
+    /// AVX-512 BW, VL and VNNI besides: 2-6 and 8-bit rows as integer
+    /// products (3, 5 and 6 bits with VBMI; see `qgemv_vnni`), where the
+    /// inputs allow.
     Vnni,
 }
 
@@ -160,13 +161,17 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
     };
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Vnni && super::qgemv_vnni::supports(p.bits, gs) {
-        use super::qgemv_vnni::{rows, split};
-        // SAFETY (both calls): `isa` is Vnni only where
-        // `qgemv_vnni::available()`.
+        use super::qgemv_vnni::{rows, rows_vbmi, split};
+        // SAFETY (all calls): `isa` is Vnni only where
+        // `qgemv_vnni::available()`, and `supports` takes 3, 5 and 6 bits
+        // only with VBMI.
         if let Some(d) = unsafe { split(x, p.bits, gs) } {
             let rows = match p.bits {
                 2 => rows::<S, 2>,
+                3 => rows_vbmi::<S, 3>,
                 4 => rows::<S, 4>,
+                5 => rows_vbmi::<S, 5>,
+                6 => rows_vbmi::<S, 6>,
                 _ => rows::<S, 8>,
             };
             return in_tasks(n, row_bytes, out, |r0, o| unsafe { rows(&a, &d, r0, o) });
