@@ -11,6 +11,7 @@
 use super::fused::{replay_steps, Step};
 use crate::array::Data;
 use crate::backend::cpu::elementwise::fresh_output;
+use crate::backend::cpu::f16c;
 use crate::backend::cpu::num::{Float, Num};
 use crate::backend::cpu::reduce::{fold_slice, Reducer, SumR};
 use crate::backend::cpu::PAR_THRESHOLD;
@@ -150,6 +151,21 @@ pub(super) fn is_kernel_dtype(t: Dtype) -> bool {
     matches!(t, Dtype::Float32 | Dtype::Bfloat16 | Dtype::Float16)
 }
 
+/// `v` as float16 values when `T` is float16.
+fn as_f16<T: Element>(v: &[T]) -> Option<&[f16]> {
+    // SAFETY: `Element` is sealed and f16 is its one float16 type, so `T`
+    // is f16: the same layout.
+    (T::DTYPE == Dtype::Float16)
+        .then(|| unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len()) })
+}
+
+/// [`as_f16`] of a mutable slice.
+fn as_f16_mut<T: Element>(v: &mut [T]) -> Option<&mut [f16]> {
+    // SAFETY: as in `as_f16`.
+    (T::DTYPE == Dtype::Float16)
+        .then(|| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len()) })
+}
+
 /// A fresh output buffer's elements.
 fn out_slice<T: Element>(buf: &mut crate::Buffer) -> Result<&mut [T]> {
     buf.as_mut_slice::<T>()
@@ -186,6 +202,8 @@ fn rms_norm<T: Float + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
     let w: Vec<T> = (0..d as isize)
         .map(|j| wv[(w0 + j * ws) as usize])
         .collect();
+    // float16 rounds a block at a time with F16C where the CPU has it.
+    let w16 = as_f16(&w).filter(|_| f16c::available());
     let row = |(xr, or): (&[f32], &mut [T])| {
         let squares: Vec<f32> = xr.iter().map(|v| v * v).collect();
         // As `Reduce` sums a row: fold, then join the running total.
@@ -194,6 +212,11 @@ fn rms_norm<T: Float + Element>(inputs: &[Array], out: &mut [T]) -> Result<()> {
             fold_slice::<f32, SumR>(&squares),
         );
         let r = recip_sqrt(sum * a + eps);
+        if let (Some(w), Some(o)) = (w16, as_f16_mut(or)) {
+            // SAFETY: the CPU has F16C (`w16` is Some only then).
+            unsafe { f16c::with_f16c(|| f16c::norm_row(xr, r, w, o)) };
+            return;
+        }
         for ((o, &v), &wj) in or.iter_mut().zip(xr).zip(&w) {
             *o = T::from_f32(v * r).mul(wj);
         }
@@ -232,6 +255,11 @@ fn rope<T: Num + Element, const PAIRS: bool>(inputs: &[Array], out: &mut [T]) ->
         cd.buffer.as_slice::<T>(),
         sd.buffer.as_slice::<T>(),
     );
+    // float16 halves round a block at a time with F16C where the CPU has it.
+    let v16 = match (as_f16(xv), as_f16(cv), as_f16(sv)) {
+        (Some(x), Some(c), Some(s)) if !PAIRS && f16c::available() => Some((x, c, s)),
+        _ => None,
+    };
     let at = |v: &[T], (start, stride): (isize, isize), j: usize| {
         v[(start + j as isize * stride) as usize]
     };
@@ -253,6 +281,14 @@ fn rope<T: Num + Element, const PAIRS: bool>(inputs: &[Array], out: &mut [T]) ->
         if xs == 1 && cs == 1 && ss == 1 {
             // Runs in place: slices, which the compiler vectorizes.
             let (x0, c0, s0) = (x0 as usize, c0 as usize, s0 as usize);
+            if let (Some((xv, cv, sv)), Some(o)) = (v16, as_f16_mut(o)) {
+                let (x1, x2) = xv[x0..x0 + dims].split_at(h);
+                let (o1, o2) = o.split_at_mut(h);
+                let (c, s) = (&cv[c0..c0 + h], &sv[s0..s0 + h]);
+                // SAFETY: the CPU has F16C (`v16` is Some only then).
+                unsafe { f16c::with_f16c(|| f16c::rope_halves_row([x1, x2], c, s, o1, o2)) };
+                return;
+            }
             let xrow = &xv[x0..x0 + dims];
             let (c, s) = (&cv[c0..c0 + h], &sv[s0..s0 + h]);
             if PAIRS {

@@ -215,6 +215,98 @@ pub unsafe fn map_rounding_twice(
     }
 }
 
+/// `x` rounded to float16 and widened again, in place (a block).
+///
+/// # Safety
+/// As for [`widen`].
+#[inline(always)]
+unsafe fn round_in_place(x: &mut [f32]) {
+    let mut t = [f16::ZERO; BLOCK];
+    let t = &mut t[..x.len()];
+    // SAFETY: the caller's contract.
+    unsafe {
+        narrow(x, t);
+        widen(t, x);
+    }
+}
+
+/// One row of a recognised rms_norm in float16: `o[j] = f16(f16(x[j] · r)
+/// · w[j])`, each product rounded as MLX's float16 multiply rounds it
+/// (the product of two float16 values is exact in f32).
+///
+/// # Safety
+/// As for [`widen`].
+#[inline(always)]
+pub unsafe fn norm_row(x: &[f32], r: f32, w: &[f16], o: &mut [f16]) {
+    let (mut a, mut wf) = ([0f32; BLOCK], [0f32; BLOCK]);
+    for ((xb, wb), ob) in x
+        .chunks(BLOCK)
+        .zip(w.chunks(BLOCK))
+        .zip(o.chunks_mut(BLOCK))
+    {
+        let (a, wf) = (&mut a[..xb.len()], &mut wf[..xb.len()]);
+        for (a, &v) in a.iter_mut().zip(xb) {
+            *a = v * r;
+        }
+        // SAFETY: the caller's contract (for every call in this block).
+        unsafe {
+            round_in_place(a);
+            widen(wb, wf);
+            for (a, &w) in a.iter_mut().zip(wf.iter()) {
+                *a *= w;
+            }
+            narrow(a, ob);
+        }
+    }
+}
+
+/// One row of a recognised rope over halves in float16: `o1 = f16(f16(x1
+/// · c) − f16(x2 · s))`, `o2 = f16(f16(x1 · s) + f16(x2 · c))`, every
+/// operation rounded on its own as the element path rounds it.
+///
+/// # Safety
+/// As for [`widen`].
+#[inline(always)]
+pub unsafe fn rope_halves_row(
+    x: [&[f16]; 2],
+    c: &[f16],
+    s: &[f16],
+    o1: &mut [f16],
+    o2: &mut [f16],
+) {
+    let mut v = [[0f32; BLOCK]; 4];
+    let (mut p, mut q) = ([0f32; BLOCK], [0f32; BLOCK]);
+    for start in (0..c.len()).step_by(BLOCK) {
+        let n = (c.len() - start).min(BLOCK);
+        let block = start..start + n;
+        let [x1, x2, cb, sb] = &mut v;
+        let (x1, x2, cb, sb) = (&mut x1[..n], &mut x2[..n], &mut cb[..n], &mut sb[..n]);
+        let (p, q) = (&mut p[..n], &mut q[..n]);
+        // SAFETY: the caller's contract (for every call in this block).
+        unsafe {
+            widen(&x[0][block.clone()], x1);
+            widen(&x[1][block.clone()], x2);
+            widen(&c[block.clone()], cb);
+            widen(&s[block.clone()], sb);
+            for (sign, (cp, cq), out) in [
+                (-1.0f32, (&*cb, &*sb), &mut o1[block.clone()]),
+                (1.0, (&*sb, &*cb), &mut o2[block.clone()]),
+            ] {
+                for i in 0..n {
+                    p[i] = x1[i] * cp[i];
+                    q[i] = x2[i] * cq[i];
+                }
+                round_in_place(p);
+                round_in_place(q);
+                for i in 0..n {
+                    p[i] += sign * q[i];
+                }
+                narrow(p, out);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
