@@ -196,7 +196,6 @@ pub unsafe fn map_rounding_twice(
     g: &impl Fn(f32, f32) -> f32,
 ) {
     let (mut xs, mut r) = ([0f32; BLOCK], [0f32; BLOCK]);
-    let mut t = [f16::ZERO; BLOCK];
     fill(x, &mut xs);
     for (b, ob) in o.chunks_mut(BLOCK).enumerate() {
         // SAFETY: the caller's contract (for every call in this block).
@@ -205,8 +204,7 @@ pub unsafe fn map_rounding_twice(
             for i in 0..BLOCK {
                 r[i] = h(xs[i]);
             }
-            narrow(&r, &mut t);
-            widen(&t, &mut r);
+            round_in_place(&mut r);
             for i in 0..BLOCK {
                 r[i] = g(xs[i], r[i]);
             }
