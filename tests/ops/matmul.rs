@@ -400,6 +400,10 @@ fn batched_one_row_products_with_broadcast_caches_match_naive_loop() {
         (3, 3, 256, 64),
         (2, 4, 600, 70),
         (1, 2, 5, 3),
+        // Groups of more than four entries, widths past one 64-column
+        // block, and stretches that are not whole blocks of 16.
+        (1, 9, 33, 130),
+        (2, 5, 129, 17),
     ] {
         let (heads, nb) = (kv * rep, kv * rep);
         let qv = values(heads * k, 11);

@@ -19,6 +19,9 @@ const TASK_ELEMS: usize = 1 << 18;
 pub const PAR_WORK_DOTS: usize = 1 << 16;
 /// At most this many partial rows are kept for a row-major `W`.
 const MAX_PARTIALS: usize = 16;
+/// Rows (or columns) of `W` that every entry of a [`shared`] group reads
+/// in turn while they stay in the first-level cache.
+pub(super) const SUB_STRETCH: usize = 16;
 
 /// `W` as a strided `k x n` view of `w`, in elements.
 #[derive(Clone, Copy)]
@@ -152,6 +155,67 @@ pub(super) fn dots(x: &[f32], w: &Strided<'_>, j0: usize, out: &mut [f32]) {
     }
     for (i, o) in out.iter_mut().enumerate() {
         *o = super::simd::dot_lanes(x, row_along_k(w, j0 + i));
+    }
+}
+
+/// One pass over a stretch of `W` for several rows `xs` that share it: the
+/// entries of a batched one-row product that read one matrix (a decode
+/// step's query heads sharing a key/value cache), in either layout.
+pub(super) mod shared {
+    use super::{accumulate_rows, dots, Strided, SUB_STRETCH};
+    use std::ops::Range;
+
+    /// `sums[e * w.n..][..w.n] += xs[e] @ W[rows, :]` for each entry `e`,
+    /// `W`'s rows contiguous.
+    pub fn accumulate(xs: &[&[f32]], w: &Strided<'_>, rows: Range<usize>, sums: &mut [f32]) {
+        let n = w.n;
+        debug_assert!(sums.len() == xs.len() * n);
+        if n == 0 {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if super::super::simd::has_avx512() {
+            for (xs, sums) in xs.chunks(4).zip(sums.chunks_mut(4 * n)) {
+                let run = match xs.len() {
+                    1 => super::lanes::accumulate_shared_512::<1>,
+                    2 => super::lanes::accumulate_shared_512::<2>,
+                    3 => super::lanes::accumulate_shared_512::<3>,
+                    _ => super::lanes::accumulate_shared_512::<4>,
+                };
+                // SAFETY: the CPU has AVX-512F.
+                unsafe { run(xs, w, rows.clone(), sums) };
+            }
+            return;
+        }
+        for sub in rows.clone().step_by(SUB_STRETCH) {
+            let sub = sub..(sub + SUB_STRETCH).min(rows.end);
+            for (x, o) in xs.iter().zip(sums.chunks_mut(n)) {
+                accumulate_rows(x, w, sub.clone(), o);
+            }
+        }
+    }
+
+    /// `out[e * cols.len() + j - cols.start] = xs[e] . W[:, j]` for each
+    /// entry `e` and column `j` in `cols`, `W`'s columns contiguous: a
+    /// few columns at a time, read by every entry while they stay in the
+    /// first-level cache.
+    pub fn dot(xs: &[&[f32]], w: &Strided<'_>, cols: Range<usize>, out: &mut [f32]) {
+        let width = cols.len();
+        debug_assert!(out.len() == xs.len() * width);
+        if width == 0 {
+            return;
+        }
+        for sub in cols.clone().step_by(SUB_STRETCH) {
+            let sub = sub..(sub + SUB_STRETCH).min(cols.end);
+            for (x, o) in xs.iter().zip(out.chunks_mut(width)) {
+                dots(
+                    x,
+                    w,
+                    sub.start,
+                    &mut o[sub.start - cols.start..sub.end - cols.start],
+                );
+            }
+        }
     }
 }
 
@@ -290,5 +354,55 @@ mod lanes {
             *s = lanes.iter().sum::<f32>() + (kk..k).map(|i| x[i] * r[i]).sum::<f32>();
         }
         sums
+    }
+
+    /// `sums[e * w.n..][..w.n] += xs[e] @ W[rows, :]` for the `E` entries
+    /// of `xs`, 64 columns at a time, each entry's 64 sums in registers
+    /// through all of `rows`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx2,fma,avx512f")]
+    pub unsafe fn accumulate_shared_512<const E: usize>(
+        xs: &[&[f32]],
+        w: &super::Strided<'_>,
+        rows: std::ops::Range<usize>,
+        sums: &mut [f32],
+    ) {
+        let n = w.n;
+        assert!(xs.len() == E && sums.len() == E * n && xs.iter().all(|x| x.len() >= rows.end));
+        for c0 in (0..n).step_by(64) {
+            // The columns of each of the four vectors inside the row.
+            let masks: [__mmask16; 4] = std::array::from_fn(|q| {
+                let (lo, hi) = ((c0 + 16 * q).min(n), (c0 + 16 * q + 16).min(n));
+                ((1u32 << (hi - lo)) - 1) as __mmask16
+            });
+            let mut acc = [[_mm512_setzero_ps(); 4]; E];
+            for r in rows.clone() {
+                let row = super::row(w, r).as_ptr().wrapping_add(c0);
+                // SAFETY: the masks read only columns c0.. below n, inside
+                // the row (masked-off lanes are not read and cannot fault).
+                let mut v = [_mm512_setzero_ps(); 4];
+                for (q, v) in v.iter_mut().enumerate() {
+                    *v = unsafe { _mm512_maskz_loadu_ps(masks[q], row.wrapping_add(16 * q)) };
+                }
+                for (a, x) in acc.iter_mut().zip(xs) {
+                    let b = _mm512_set1_ps(x[r]);
+                    for (a, v) in a.iter_mut().zip(&v) {
+                        *a = _mm512_fmadd_ps(b, *v, *a);
+                    }
+                }
+            }
+            for (a, s) in acc.iter().zip(sums.chunks_mut(n)) {
+                for (q, a) in a.iter().enumerate() {
+                    let p = s.as_mut_ptr().wrapping_add(c0 + 16 * q);
+                    // SAFETY: as for the row, the masks keep to s[..n].
+                    unsafe {
+                        let t = _mm512_add_ps(_mm512_maskz_loadu_ps(masks[q], p), *a);
+                        _mm512_mask_storeu_ps(p, masks[q], t);
+                    }
+                }
+            }
+        }
     }
 }

@@ -165,7 +165,8 @@ fn one_row_gemv(
     // its columns (n) do: stretches split that axis.
     let along_k = w.col_stride == 1;
     let (len, other) = if along_k { (k, n) } else { (n, k) };
-    let per = (STRETCH_BYTES / (4 * other.max(1))).clamp(SUB_STRETCH, len.max(SUB_STRETCH));
+    let sub = super::gemv::SUB_STRETCH;
+    let per = (STRETCH_BYTES / (4 * other.max(1))).clamp(sub, len.max(sub));
     let tasks: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = groups
         .iter()
         .flat_map(|g| {
@@ -183,18 +184,11 @@ fn one_row_gemv(
             offset: b_off[g.start] as usize,
             ..w
         };
-        // Sub-stretches stay in the first-level cache while every entry
-        // of the group reads them.
-        for sub in part.clone().step_by(SUB_STRETCH) {
-            let sub = sub..(sub + SUB_STRETCH).min(part.end);
-            for (i, o) in g.clone().zip(sums.chunks_mut(width)) {
-                if along_k {
-                    super::gemv::accumulate_rows(&xs[i], &base, sub.clone(), o);
-                } else {
-                    let o = &mut o[sub.start - part.start..sub.end - part.start];
-                    super::gemv::dots(&xs[i], &base, sub.start, o);
-                }
-            }
+        let xs: Vec<&[f32]> = xs[g.clone()].iter().map(|x| &**x).collect();
+        if along_k {
+            super::gemv::shared::accumulate(&xs, &base, part.clone(), &mut sums);
+        } else {
+            super::gemv::shared::dot(&xs, &base, part.clone(), &mut sums);
         }
         sums
     };
@@ -226,9 +220,6 @@ fn one_row_gemv(
 
 /// Bytes of a matrix one task of a shared one-row product reads.
 const STRETCH_BYTES: usize = 32 << 10;
-/// Rows (or columns) of a stretch that every entry of a group reads in
-/// turn while they stay in the first-level cache.
-const SUB_STRETCH: usize = 16;
 
 /// Runs of consecutive equal values, as index ranges.
 fn same_offset_runs(offsets: &[isize]) -> Vec<std::ops::Range<usize>> {
