@@ -9,6 +9,7 @@ use crate::trace_flag::is_tracing;
 use crate::transforms::fuse::fuse;
 use crate::transforms::hoist::hoist;
 use crate::transforms::recognize::recognize;
+use crate::transforms::shared_input::merge_shared_input;
 use crate::transforms::simplify::merge_repeated;
 use crate::transforms::tape_call::CallPlan;
 use crate::transforms::tracing::{replay, replay_recorded};
@@ -227,6 +228,7 @@ impl ImportedFunction {
                     // (without reading constants: imports stay lazy).
                     merge_repeated(&mut t);
                     recognize(&mut t, &table.constants);
+                    merge_shared_input(&mut t, &table.constants);
                     fuse(&mut t, &table.constants);
                     let checked = check_recorded_specs(&t, &table.constants).is_ok();
                     (t, checked)
@@ -538,7 +540,6 @@ mod tests {
     /// each call gives the bits of the file's own graph.
     #[test]
     fn recognised_norms_and_ropes_give_the_bits_of_the_files_graph() {
-        use crate::transforms::tracing::replay_recorded;
         let bf16 = LLAMA.replace("llama_f32", "llama_bf16");
         for path in [LLAMA, &bf16] {
             let f = super::import_function(path).unwrap();
@@ -548,33 +549,60 @@ mod tests {
                 assert_eq!(count("RecognizedRMSNorm"), 5, "{path} trace {i}");
                 assert_eq!(count("RecognizedRoPE"), 4, "{path} trace {i}");
                 assert_eq!(count("Square") + count("Sqrt") + count("Concatenate"), 0);
-                let args: Vec<crate::Array> = tape
-                    .inputs
-                    .iter()
-                    .map(|s| {
-                        let n = s.size();
-                        if s.dtype == crate::Dtype::Int32 {
-                            let v: Vec<i32> = (0..n as i32).map(|j| (j * 37 + 5) % 300).collect();
-                            let v = if s.shape.is_empty() { vec![3] } else { v };
-                            crate::Array::from_slice(&v, &s.shape).unwrap()
-                        } else {
-                            let v: Vec<f32> = (0..n).map(|j| (j as f32 * 0.37).sin()).collect();
-                            let a = crate::Array::from_slice(&v, &s.shape).unwrap();
-                            crate::ops::astype(&a, s.dtype).unwrap()
-                        }
-                    })
-                    .collect();
-                let got = f.call(&args).unwrap();
-                let file =
-                    replay_recorded(&f.table.functions[i], &f.table.constants, &args).unwrap();
-                crate::eval(&got).unwrap();
-                crate::eval(&file).unwrap();
-                for (g, w) in got.iter().zip(&file) {
-                    assert_eq!(g.spec(), w.spec());
-                    assert_eq!(bytes(g), bytes(w), "{path} trace {i}");
-                }
+                assert_file_bytes(&f, i);
             }
         }
+    }
+
+    /// Calls trace `i` of `f` on fixed arguments (token ids below 300, an
+    /// offset of 3, floats from a sine) and asserts that each output's
+    /// bytes are those of the file's own graph replayed on them.
+    fn assert_file_bytes(f: &super::ImportedFunction, i: usize) {
+        use crate::transforms::tracing::replay_recorded;
+        let args: Vec<crate::Array> = f.runnable[i]
+            .inputs
+            .iter()
+            .map(|s| {
+                let n = s.size();
+                if s.dtype == crate::Dtype::Int32 {
+                    let v: Vec<i32> = (0..n as i32).map(|j| (j * 37 + 5) % 300).collect();
+                    let v = if s.shape.is_empty() { vec![3] } else { v };
+                    crate::Array::from_slice(&v, &s.shape).unwrap()
+                } else {
+                    let v: Vec<f32> = (0..n).map(|j| (j as f32 * 0.37).sin()).collect();
+                    let a = crate::Array::from_slice(&v, &s.shape).unwrap();
+                    crate::ops::astype(&a, s.dtype).unwrap()
+                }
+            })
+            .collect();
+        let got = f.call(&args).unwrap();
+        let file = replay_recorded(&f.table.functions[i], &f.table.constants, &args).unwrap();
+        crate::eval(&got).unwrap();
+        crate::eval(&file).unwrap();
+        for (g, w) in got.iter().zip(&file) {
+            assert_eq!(g.spec(), w.spec());
+            assert_eq!(bytes(g), bytes(w), "trace {i}");
+        }
+    }
+
+    /// The 4-bit llama's one-row projections that share an input (per
+    /// layer: queries, keys and values; gate and up) run as one entry each
+    /// in its decode traces, and every trace gives the bytes of the file's
+    /// own graph, which runs each product on its own.
+    #[test]
+    fn quantized_projections_of_one_row_run_together_with_the_same_bits() {
+        let q4 = LLAMA.replace("llama_f32", "llama_q4");
+        let f = super::import_function(&q4).unwrap();
+        let mut merged = 0;
+        for (i, tape) in f.runnable.iter().enumerate() {
+            merged += names(tape)
+                .iter()
+                .filter(|&&n| n == "QuantizedMatmuls")
+                .count();
+            assert_file_bytes(&f, i);
+        }
+        // Two layers, two groups each, in at least one (decode) trace.
+        assert!(merged >= 4, "{merged} merged entries");
     }
 
     /// Normal random values of `shape`, drawn in float32 and cast to `dtype`.

@@ -616,6 +616,104 @@ fn one_row(
     }))
 }
 
+impl QuantizedMatmul {
+    /// This product of one `x` with each of `mats` (weight, scales,
+    /// biases), whose outputs are `outs`: for a single row of `x`, one
+    /// [`qgemv_many`](kernel_qgemv::qgemv_many) over all of them; else
+    /// each product on its own.
+    pub(crate) fn eval_shared_x(
+        &self,
+        x: &Array,
+        mats: &[[Array; 3]],
+        outs: &[Spec],
+    ) -> Result<Vec<Data>> {
+        if let Some(d) = self.one_row_shared_x(x, mats, outs)? {
+            return Ok(d);
+        }
+        let mut datas = Vec::with_capacity(mats.len());
+        for ([w, s, b], o) in mats.iter().zip(outs) {
+            let inputs = [x.clone(), w.clone(), s.clone(), b.clone()];
+            datas.extend(self.eval(&inputs, std::slice::from_ref(o))?);
+        }
+        Ok(datas)
+    }
+
+    /// [`Self::eval_shared_x`]'s one pass, where every product takes the
+    /// one-row kernel with scales of one dtype; None elsewhere.
+    fn one_row_shared_x(
+        &self,
+        x: &Array,
+        mats: &[[Array; 3]],
+        outs: &[Spec],
+    ) -> Result<Option<Vec<Data>>> {
+        fn run<S: crate::backend::cpu::num::Float>(
+            x: &[f32],
+            mats: &[[Array; 3]],
+            p: QParams,
+            sizes: &[(usize, usize)],
+        ) -> Result<Vec<Vec<f32>>> {
+            let mut datas = Vec::with_capacity(mats.len());
+            for [w, s, b] in mats {
+                datas.push([w.data()?, s.data()?, b.data()?]);
+            }
+            let parts: Vec<_> = datas
+                .iter()
+                .zip(mats)
+                .map(|([wd, sd, bd], [w, s, b])| {
+                    (
+                        row_major::<u32>(wd, w.shape()),
+                        row_major::<S>(sd, s.shape()),
+                        row_major::<S>(bd, b.shape()),
+                    )
+                })
+                .collect();
+            let ws: Vec<kernel_qgemv::QRows<'_, S>> = parts
+                .iter()
+                .zip(sizes)
+                .map(|((packed, scales, biases), &(n, k))| kernel_qgemv::QRows {
+                    packed,
+                    scales,
+                    biases,
+                    n,
+                    k,
+                })
+                .collect();
+            let mut outs: Vec<Vec<f32>> = sizes.iter().map(|&(n, _)| vec![0f32; n]).collect();
+            let mut refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            kernel_qgemv::qgemv_many(x, &ws, p, &mut refs);
+            Ok(outs)
+        }
+        if self.mode != QuantizationMode::Affine || !self.transpose || mats.is_empty() {
+            return Ok(None);
+        }
+        let p = check_params("QuantizedMatmul", self.mode, self.group_size, self.bits)?;
+        let dtype = mats[0][1].dtype();
+        let mut sizes = Vec::with_capacity(mats.len());
+        for ([w, s, b], o) in mats.iter().zip(outs) {
+            let ((k, n), (rows, cols)) = self.sizes(w.spec(), p);
+            let one_row = w.ndim() == 2 && o.size() == n && x.size() == k;
+            if !one_row || s.dtype() != dtype || b.dtype() != dtype {
+                return Ok(None);
+            }
+            sizes.push((rows, cols));
+        }
+        let xs = read_f32(x)?;
+        let results = match dtype {
+            Dtype::Float32 => run::<f32>(&xs, mats, p, &sizes)?,
+            Dtype::Float16 => run::<half::f16>(&xs, mats, p, &sizes)?,
+            Dtype::Bfloat16 => run::<half::bf16>(&xs, mats, p, &sizes)?,
+            _ => return Ok(None),
+        };
+        Ok(Some(
+            results
+                .iter()
+                .zip(outs)
+                .map(|(r, o)| write_f32(r, o.dtype, &o.shape))
+                .collect(),
+        ))
+    }
+}
+
 /// `x[lhs[p]] @ dequantize(w[rhs[p]])(.T)` for every position p of the
 /// (equal-shaped, uint32) index arrays; inputs (x, w, scales, biases,
 /// lhs_indices, rhs_indices). Output shape: index shape ++ (M, N).

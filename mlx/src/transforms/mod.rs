@@ -9,6 +9,7 @@ pub mod fused;
 pub mod hoist;
 pub mod recognize;
 pub mod recognized;
+pub mod shared_input;
 pub mod simplify;
 pub mod tape;
 pub mod tape_call;

@@ -106,7 +106,16 @@ fn blocked(p: QParams, row_words: usize) -> bool {
 
 /// `out = x @ W.T`; `x` has `k` values and `out` has `n`.
 pub fn qgemv<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]) {
-    qgemv_with(x, w, p, out, Isa::best())
+    qgemv_with(x, std::slice::from_ref(w), p, &mut [out], Isa::best())
+}
+
+/// `outs[m] = x @ ws[m].T` for matrices of one `k` and layout `p`: the
+/// projections of one input (a layer's queries, keys and values), run as
+/// one product. `x` is prepared once and the rows of all of them are one
+/// set of parallel tasks, so small matrices do not each pay a hand-over
+/// to the other threads and wait for the slowest task.
+pub fn qgemv_many<S: Float>(x: &[f32], ws: &[QRows<'_, S>], p: QParams, outs: &mut [&mut [f32]]) {
+    qgemv_with(x, ws, p, outs, Isa::best())
 }
 
 /// The instructions a kernel is compiled for, each a superset of the one
@@ -142,23 +151,25 @@ impl Isa {
     }
 }
 
-/// [`qgemv`] with the kernels for `isa`, which the CPU must have (tests
-/// run each).
-fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32], isa: Isa) {
-    let (n, k, gs) = (w.n, w.k, p.group_size);
-    debug_assert!(x.len() == k && out.len() == n && k % gs == 0);
-    debug_assert!(w.packed.len() == n * k * p.bits / 32 && w.scales.len() == n * k / gs);
+/// [`qgemv_many`] with the kernels for `isa`, which the CPU must have
+/// (tests run each).
+fn qgemv_with<S: Float>(
+    x: &[f32],
+    ws: &[QRows<'_, S>],
+    p: QParams,
+    outs: &mut [&mut [f32]],
+    isa: Isa,
+) {
+    let (k, gs) = (x.len(), p.group_size);
+    debug_assert!(ws.len() == outs.len() && k % gs == 0);
+    debug_assert!(ws.iter().zip(outs.iter()).all(|(w, o)| w.k == k
+        && o.len() == w.n
+        && w.packed.len() == w.n * k * p.bits / 32
+        && w.scales.len() == w.n * k / gs));
     let xsums = group_sums(x, gs);
     let row_words = k * p.bits / 32;
     let row_bytes = row_words * 4;
-    let a = Args {
-        x,
-        xp: &[],
-        xsums: &xsums,
-        w,
-        p,
-        row_words,
-    };
+    let args = |xp| Args::each(ws, x, xp, &xsums, p, row_words);
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Vnni && super::qgemv_vnni::supports(p.bits, gs) {
         use super::qgemv_vnni::{rows, rows_vbmi, split};
@@ -174,27 +185,46 @@ fn qgemv_with<S: Float>(x: &[f32], w: &QRows<'_, S>, p: QParams, out: &mut [f32]
                 6 => rows_vbmi::<S, 6>,
                 _ => rows::<S, 8>,
             };
-            return in_tasks(n, row_bytes, out, |r0, o| unsafe { rows(&a, &d, r0, o) });
+            let a = args(&[]);
+            return in_tasks(row_bytes, outs, |m, r0, o| unsafe {
+                rows(&a[m], &d, r0, o)
+            });
         }
     }
     // The float kernels: the permuted `x` for the blocked layouts.
     let blocked = blocked(p, row_words);
     let xp = if blocked { permute(x, p.bits) } else { vec![] };
-    let a = Args { xp: &xp, ..a };
+    let a = args(&xp);
     let rows = select_rows::<S>(blocked, p.bits, isa.min(Isa::Avx512));
-    in_tasks(n, row_bytes, out, |r0, o| rows(&a, r0, o));
+    in_tasks(row_bytes, outs, |m, r0, o| rows(&a[m], r0, o));
 }
 
-/// Runs `rows(r0, out)` over `out`'s rows: in parallel tasks of about
-/// [`TASK_BYTES`] packed bytes, or on this thread below [`PAR_BYTES`].
-fn in_tasks(n: usize, row_bytes: usize, out: &mut [f32], rows: impl Fn(usize, &mut [f32]) + Sync) {
-    if n * row_bytes < PAR_BYTES {
-        return rows(0, out);
+/// Runs `rows(m, r0, out)` over the rows of every `outs[m]`: in parallel
+/// tasks of about [`TASK_BYTES`] packed bytes (each inside one matrix), or
+/// on this thread below [`PAR_BYTES`] in all.
+fn in_tasks(
+    row_bytes: usize,
+    outs: &mut [&mut [f32]],
+    rows: impl Fn(usize, usize, &mut [f32]) + Sync,
+) {
+    let total: usize = outs.iter().map(|o| o.len() * row_bytes).sum();
+    if total < PAR_BYTES {
+        for (m, o) in outs.iter_mut().enumerate() {
+            rows(m, 0, o);
+        }
+        return;
     }
     let per_task = (TASK_BYTES / row_bytes.max(1)).max(1);
-    out.par_chunks_mut(per_task)
+    let tasks: Vec<(usize, usize, &mut [f32])> = outs
+        .iter_mut()
         .enumerate()
-        .for_each(|(t, o)| rows(t * per_task, o));
+        .flat_map(|(m, o)| {
+            o.chunks_mut(per_task)
+                .enumerate()
+                .map(move |(t, o)| (m, t * per_task, o))
+        })
+        .collect();
+    tasks.into_par_iter().for_each(|(m, r0, o)| rows(m, r0, o));
 }
 
 /// Computes rows `r0..r0 + out.len()`.
@@ -275,6 +305,27 @@ pub(super) struct Args<'a, S> {
 }
 
 impl<'a, S> Args<'a, S> {
+    /// The arguments of each of `ws`, which share the rest.
+    fn each(
+        ws: &'a [QRows<'a, S>],
+        x: &'a [f32],
+        xp: &'a [f32],
+        xsums: &'a [f32],
+        p: QParams,
+        row_words: usize,
+    ) -> Vec<Args<'a, S>> {
+        ws.iter()
+            .map(|w| Args {
+                x,
+                xp,
+                xsums,
+                w,
+                p,
+                row_words,
+            })
+            .collect()
+    }
+
     /// Row `r` of W: its packed words, its scales and its biases (one per
     /// group of `x`, as `xsums` holds).
     #[inline(always)]
@@ -571,7 +622,7 @@ mod tests {
             k: w.k,
         };
         let mut out = vec![f32::NAN; w.n];
-        qgemv_with(x, &q, p, &mut out, isa);
+        qgemv_with(x, std::slice::from_ref(&q), p, &mut [&mut out[..]], isa);
         out
     }
 
@@ -638,6 +689,61 @@ mod tests {
                     b.iter().map(|v| v.to_bits()).collect(),
                 );
                 prop_assert_eq!(a, b, "bits {} gs {} k {} n {}", bits, gs, k, n);
+            }
+        }
+    }
+
+    /// Products sharing `x` as one call give each product's own bits, in
+    /// one set of parallel tasks (above the threshold in all, not in each)
+    /// and below it.
+    #[test]
+    fn many_products_of_one_row_give_each_products_bits() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        for (bits, rows) in [
+            (4, vec![192, 64, 192]),
+            (3, vec![7, 300, 5]),
+            (8, vec![2, 3]),
+        ] {
+            let (gs, k) = (64, 576);
+            let p = QParams {
+                group_size: gs,
+                bits,
+            };
+            let x: Vec<f32> = (0..k).map(|_| next() * 4.0).collect();
+            let mats: Vec<(Vec<u32>, Vec<f32>, Vec<f32>)> = rows
+                .iter()
+                .map(|&n| {
+                    let packed = (0..n * k * bits / 32).map(|_| next().to_bits()).collect();
+                    let scales = (0..n * k / gs).map(|_| next() * 0.1).collect();
+                    let biases = (0..n * k / gs).map(|_| next()).collect();
+                    (packed, scales, biases)
+                })
+                .collect();
+            let ws: Vec<QRows<'_, f32>> = mats
+                .iter()
+                .zip(&rows)
+                .map(|((packed, scales, biases), &n)| QRows {
+                    packed,
+                    scales,
+                    biases,
+                    n,
+                    k,
+                })
+                .collect();
+            let mut outs: Vec<Vec<f32>> = rows.iter().map(|&n| vec![f32::NAN; n]).collect();
+            let mut refs: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            qgemv_many(&x, &ws, p, &mut refs);
+            for (w, got) in ws.iter().zip(&outs) {
+                let mut want = vec![f32::NAN; w.n];
+                qgemv(&x, w, p, &mut want);
+                let raw = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(raw(got), raw(&want), "bits {bits} rows {rows:?}");
             }
         }
     }
