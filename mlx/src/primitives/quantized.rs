@@ -475,15 +475,13 @@ impl Primitive for QuantizedMatmul {
         let p = check_params("QuantizedMatmul", self.mode, self.group_size, self.bits)?;
         let (x, w) = (&inputs[0], &inputs[1]);
         let o = &out[0];
+        // One row of x (batch-1 decode): stream the weights in place.
+        let mats = [[w.clone(), inputs[2].clone(), inputs[3].clone()]];
+        if let Some(d) = self.one_row_products(x, &mats, out)? {
+            return Ok(d);
+        }
         let ((k, n), (rows, cols)) = self.sizes(w.spec(), p);
         let wn = w.ndim();
-        if wn == 2 && self.transpose && o.size() == n {
-            // One row of x (batch-1 decode): stream the weights in place.
-            let (s, b) = (&inputs[2], &inputs[3]);
-            if let Some(r) = one_row(x, w, s, b, p, (rows, cols))? {
-                return Ok(vec![write_f32(&r, o.dtype, &o.shape)]);
-            }
-        }
         let b = Batch::of(o, x, wn, n)?;
         let packed = b.contiguous::<u32>(w)?;
         let (sc, bi) = (read_f32(&b.at(&inputs[2])?)?, read_f32(&b.at(&inputs[3])?)?);
@@ -575,47 +573,6 @@ impl Primitive for QuantizedMatmul {
     }
 }
 
-/// `x @ W.T` for a single row of x and a 2-D W of `(n, k)` unpacked,
-/// read in place by [`qgemv`](kernel_qgemv::qgemv); `None` when the scales'
-/// dtype has no such kernel.
-fn one_row(
-    x: &Array,
-    w: &Array,
-    s: &Array,
-    b: &Array,
-    p: QParams,
-    (n, k): (usize, usize),
-) -> Result<Option<Vec<f32>>> {
-    fn run<S: crate::backend::cpu::num::Float>(
-        x: &[f32],
-        packed: &[u32],
-        (s, b): (&Array, &Array),
-        p: QParams,
-        (n, k): (usize, usize),
-    ) -> Result<Vec<f32>> {
-        let (sd, bd) = (s.data()?, b.data()?);
-        let w = kernel_qgemv::QRows {
-            packed,
-            scales: &row_major::<S>(&sd, s.shape()),
-            biases: &row_major::<S>(&bd, b.shape()),
-            n,
-            k,
-        };
-        let mut out = vec![0f32; n];
-        kernel_qgemv::qgemv(x, &w, p, &mut out);
-        Ok(out)
-    }
-    let xs = read_f32(x)?;
-    let wd = w.data()?;
-    let packed = row_major::<u32>(&wd, w.shape());
-    Ok(Some(match s.dtype() {
-        Dtype::Float32 => run::<f32>(&xs, &packed, (s, b), p, (n, k))?,
-        Dtype::Float16 => run::<half::f16>(&xs, &packed, (s, b), p, (n, k))?,
-        Dtype::Bfloat16 => run::<half::bf16>(&xs, &packed, (s, b), p, (n, k))?,
-        _ => return Ok(None),
-    }))
-}
-
 impl QuantizedMatmul {
     /// This product of one `x` with each of `mats` (weight, scales,
     /// biases), whose outputs are `outs`: for a single row of `x`, one
@@ -627,7 +584,7 @@ impl QuantizedMatmul {
         mats: &[[Array; 3]],
         outs: &[Spec],
     ) -> Result<Vec<Data>> {
-        if let Some(d) = self.one_row_shared_x(x, mats, outs)? {
+        if let Some(d) = self.one_row_products(x, mats, outs)? {
             return Ok(d);
         }
         let mut datas = Vec::with_capacity(mats.len());
@@ -638,9 +595,12 @@ impl QuantizedMatmul {
         Ok(datas)
     }
 
-    /// [`Self::eval_shared_x`]'s one pass, where every product takes the
-    /// one-row kernel with scales of one dtype; None elsewhere.
-    fn one_row_shared_x(
+    /// `x @ W.T` for a single row of x and 2-D weights `W` of `(n, k)`
+    /// unpacked, read in place by one
+    /// [`qgemv_many`](kernel_qgemv::qgemv_many) over all of `mats`; None
+    /// unless every product is such, with scales of one dtype that has
+    /// the kernel.
+    fn one_row_products(
         &self,
         x: &Array,
         mats: &[[Array; 3]],
