@@ -28,10 +28,13 @@ pub fn merge_shared_input(tape: &mut Tape, constants: &[Array]) {
         let Some(q) = e.primitive.as_any().downcast_ref::<QuantizedMatmul>() else {
             continue;
         };
-        let constant_weights = e.inputs[1..]
+        if e.inputs.len() != 4 || e.outputs.len() != 1 {
+            continue;
+        }
+        if !e.inputs[1..]
             .iter()
-            .all(|r| matches!(r, ValueRef::Constant(_)));
-        if e.inputs.len() != 4 || e.outputs.len() != 1 || !constant_weights {
+            .all(|r| matches!(r, ValueRef::Constant(_)))
+        {
             continue;
         }
         let x = e.inputs[0];
@@ -209,6 +212,65 @@ mod tests {
                 assert_eq!(f.to_vec::<f32>().unwrap(), want, "rows {rows}");
             }
         }
+    }
+
+    /// Only products of one row with the same parameters and constant
+    /// weights merge, and readers (outputs included) follow the merged
+    /// outputs: of four products of input 0, the two 4-bit ones with
+    /// constant weights become one entry; the 8-bit one and the one whose
+    /// weight is input 1 stay; the same product of a two-row input stays.
+    #[test]
+    fn merges_only_one_row_products_with_the_same_parameters_and_constant_weights() {
+        let qmm = |bits| QuantizedMatmul {
+            group_size: 64,
+            bits,
+            mode: QuantizationMode::Affine,
+            transpose: true,
+        };
+        let f32s = |shape: &[i32]| Spec::new(shape.to_vec(), crate::Dtype::Float32);
+        let entry = |bits, x, w| TapeEntry {
+            primitive: Box::new(qmm(bits)),
+            inputs: vec![x, w, ValueRef::Constant(9), ValueRef::Constant(9)],
+            outputs: vec![f32s(&[1, 8])],
+        };
+        let c = ValueRef::Constant;
+        let mut tape = Tape {
+            inputs: vec![f32s(&[1, 128]), f32s(&[8, 16]), f32s(&[2, 128])],
+            entries: vec![
+                entry(4, ValueRef::Input(0), c(0)),
+                entry(8, ValueRef::Input(0), c(1)),
+                entry(4, ValueRef::Input(0), ValueRef::Input(1)),
+                entry(4, ValueRef::Input(0), c(2)),
+                entry(4, ValueRef::Input(2), c(3)),
+                entry(4, ValueRef::Input(2), c(4)),
+            ],
+            outputs: (0..6)
+                .map(|entry| ValueRef::Entry { entry, output: 0 })
+                .collect(),
+            ..Tape::default()
+        };
+        merge_shared_input(&mut tape, &[]);
+        let names: Vec<&str> = tape.entries.iter().map(|e| e.primitive.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "QuantizedMatmuls",
+                "QuantizedMatmul",
+                "QuantizedMatmul",
+                "QuantizedMatmul",
+                "QuantizedMatmul"
+            ]
+        );
+        assert_eq!(
+            tape.entries[0].inputs[..4],
+            [ValueRef::Input(0), c(0), c(9), c(9)]
+        );
+        assert_eq!(tape.entries[0].inputs[4], c(2));
+        let at = |entry, output| ValueRef::Entry { entry, output };
+        assert_eq!(
+            tape.outputs,
+            [at(0, 0), at(1, 0), at(2, 0), at(0, 1), at(3, 0), at(4, 0)]
+        );
     }
 
     /// The spec of `x @ dequantize(w).T` for 4-bit `w`.
