@@ -10,7 +10,7 @@
 use crate::array::Data;
 use crate::buffer::Buffer;
 use crate::layout::gather_range;
-use crate::primitive::{ChunkRef, MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
+use crate::primitive::{ChunkRef, Primitive, Spec};
 use crate::{Array, Error, Result};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,39 +49,7 @@ pub type Step = (Box<dyn Primitive>, Vec<Operand>);
 /// Input specs and the step specs inferred from them.
 type SpecsFor = (Vec<Spec>, Arc<Vec<Spec>>);
 
-impl PrimitiveState for Fused {
-    fn name(&self) -> &'static str {
-        "Compiled"
-    }
-    fn state_names(&self) -> &'static [&'static str] {
-        &["steps"]
-    }
-    fn state(&self) -> Vec<StateValue> {
-        vec![StateValue::List(
-            self.steps
-                .iter()
-                .map(|(p, _)| StateValue::Str(p.name().to_string()))
-                .collect(),
-        )]
-    }
-    fn encode_cbor(&self) -> ciborium::Value {
-        ciborium::Value::Map(Vec::new())
-    }
-    fn write_mlx(&self, w: &mut MlxWriter) {
-        // Never reached through an export (which records the steps), but a
-        // writer handed the node reports it rather than write a bad file.
-        w.problems.push(
-            "a fused element-wise chain (Compiled) has no file form; export records its steps"
-                .to_string(),
-        );
-    }
-    fn clone_boxed(&self) -> Box<dyn Primitive> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+run_time_node_state!(Fused, "a fused element-wise chain", |_f| "Compiled", steps);
 
 impl Fused {
     pub(super) fn new(steps: Vec<Step>) -> Fused {

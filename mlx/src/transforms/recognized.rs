@@ -16,7 +16,7 @@ use crate::backend::cpu::num::{Float, Num};
 use crate::backend::cpu::reduce::{fold_slice, Reducer, SumR};
 use crate::backend::cpu::PAR_THRESHOLD;
 use crate::layout::{for_each_row, row_major};
-use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
+use crate::primitive::{Primitive, PrimitiveState, Spec};
 use crate::primitives::unary::recip_sqrt;
 use crate::{Array, Dtype, Element, Error, Result};
 use half::{bf16, f16};
@@ -58,41 +58,16 @@ impl Recognized {
     }
 }
 
-impl PrimitiveState for Recognized {
-    fn name(&self) -> &'static str {
-        match self.kind {
-            Kind::RmsNorm => "RecognizedRMSNorm",
-            Kind::RopeHalves => "RecognizedRoPE",
-            Kind::RopePairs => "RecognizedRoPEPairs",
-        }
-    }
-    fn state_names(&self) -> &'static [&'static str] {
-        &["steps"]
-    }
-    fn state(&self) -> Vec<StateValue> {
-        let names = self
-            .steps
-            .iter()
-            .map(|(p, _)| StateValue::Str(p.name().to_string()));
-        vec![StateValue::List(names.collect())]
-    }
-    fn encode_cbor(&self) -> ciborium::Value {
-        ciborium::Value::Map(Vec::new())
-    }
-    fn write_mlx(&self, w: &mut MlxWriter) {
-        // As for a fused chain: exports record the steps instead.
-        w.problems.push(format!(
-            "{} has no file form; export records the graph it stands for",
-            self.name()
-        ));
-    }
-    fn clone_boxed(&self) -> Box<dyn Primitive> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+run_time_node_state!(
+    Recognized,
+    "a recognised subgraph",
+    |r| match r.kind {
+        Kind::RmsNorm => "RecognizedRMSNorm",
+        Kind::RopeHalves => "RecognizedRoPE",
+        Kind::RopePairs => "RecognizedRoPEPairs",
+    },
+    steps
+);
 
 impl Primitive for Recognized {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {

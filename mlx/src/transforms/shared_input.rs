@@ -14,7 +14,7 @@
 use super::simplify::remove_dead;
 use super::tape::{spec_of_ref, Tape, TapeEntry, ValueRef};
 use crate::array::Data;
-use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
+use crate::primitive::{Primitive, Spec};
 use crate::primitives::quantized::QuantizedMatmul;
 use crate::{Array, Result};
 
@@ -106,32 +106,9 @@ impl SharedInputQmm {
     }
 }
 
-impl PrimitiveState for SharedInputQmm {
-    fn name(&self) -> &'static str {
-        "QuantizedMatmuls"
-    }
-    fn state_names(&self) -> &'static [&'static str] {
-        &[]
-    }
-    fn state(&self) -> Vec<StateValue> {
-        Vec::new()
-    }
-    fn encode_cbor(&self) -> ciborium::Value {
-        ciborium::Value::Map(Vec::new())
-    }
-    fn write_mlx(&self, w: &mut MlxWriter) {
-        w.problems.push(format!(
-            "{} has no file form; export records the graph it stands for",
-            self.name()
-        ));
-    }
-    fn clone_boxed(&self) -> Box<dyn Primitive> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+run_time_node_state!(SharedInputQmm, "merged quantized products", |_q| {
+    "QuantizedMatmuls"
+});
 
 impl Primitive for SharedInputQmm {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {

@@ -18,7 +18,7 @@ use super::eval::{on_pool, run_kernel, with_pool_awake};
 use super::tape::{spec_of_ref, Tape, ValueRef};
 use super::tracing::replay_recorded;
 use crate::array::Data;
-use crate::primitive::{MlxWriter, Primitive, PrimitiveState, Spec, StateValue};
+use crate::primitive::{Primitive, Spec};
 use crate::{Array, Error, Result};
 use std::sync::Arc;
 
@@ -199,33 +199,7 @@ impl std::fmt::Debug for TapeCall {
     }
 }
 
-impl PrimitiveState for TapeCall {
-    fn name(&self) -> &'static str {
-        "TapeCall"
-    }
-    fn state_names(&self) -> &'static [&'static str] {
-        &[]
-    }
-    fn state(&self) -> Vec<StateValue> {
-        Vec::new()
-    }
-    fn encode_cbor(&self) -> ciborium::Value {
-        ciborium::Value::Map(Vec::new())
-    }
-    fn write_mlx(&self, w: &mut MlxWriter) {
-        // Exports record the fallback; a writer handed the node reports it.
-        w.problems.push(
-            "an imported function's call (TapeCall) has no file form; export records its graph"
-                .to_string(),
-        );
-    }
-    fn clone_boxed(&self) -> Box<dyn Primitive> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+run_time_node_state!(TapeCall, "an imported function's call", |_c| "TapeCall");
 
 impl Primitive for TapeCall {
     fn output_specs(&self, inputs: &[Spec]) -> Result<Vec<Spec>> {
