@@ -27,6 +27,7 @@ mod qgemv_vnni;
 pub mod quantized;
 pub mod reduce;
 pub mod scan;
+mod scratch;
 #[cfg(target_arch = "x86_64")]
 mod sgemm512;
 pub mod simd;

@@ -8,6 +8,7 @@
 //! is the same stream. Every group (32, 64 or 128 values) fills whole words.
 
 use super::fast::{mlx_round, Tile};
+use super::scratch::{with_scratch, Slot};
 use super::simd::with_fma;
 use crate::backend::cpu::PAR_THRESHOLD;
 use rayon::prelude::*;
@@ -318,29 +319,8 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
     // With AVX-512, the kernels of `sgemm512` (x packed once).
     #[cfg(target_arch = "x86_64")]
     let packed = super::sgemm512::PackedA::new(x, m, k);
-    let run = |&n0: &usize| {
-        let nb = step.min(n - n0);
-        let tile = if transpose {
-            // Rows n0..n0+nb of W: nb × k, used as k × nb with strides (1, k).
-            let row_words = k * p.bits / 32;
-            let gpr = k / p.group_size;
-            let mut tile = vec![0f32; nb * k];
-            dequantize_tile(
-                &w.packed[n0 * row_words..(n0 + nb) * row_words],
-                &w.scales[n0 * gpr..(n0 + nb) * gpr],
-                &w.biases[n0 * gpr..(n0 + nb) * gpr],
-                p,
-                &mut tile,
-            );
-            tile
-        } else {
-            dequantize_columns(w, p, n0, nb)
-        };
-        let (rhs_rs, rhs_cs) = if transpose {
-            (1, k as isize)
-        } else {
-            (nb as isize, 1)
-        };
+    // The product of one tile: `k x nb`, with strides (rs, cs).
+    let times_tile = |n0: usize, nb: usize, tile: &[f32], (rhs_rs, rhs_cs): (isize, isize)| {
         #[cfg(target_arch = "x86_64")]
         if let Some(packed) = &packed {
             use super::sgemm512::{Out, View};
@@ -360,7 +340,28 @@ pub fn qmm(x: &[f32], m: usize, w: QMatrix<'_>, p: QParams, transpose: bool, out
             return unsafe { packed.times(b, nb, out) };
         }
         // SAFETY: each tile writes the disjoint column block n0..n0+nb of out.
-        unsafe { dst.gemm_block(m, nb, k, n0, n, x, k as isize, &tile, rhs_rs, rhs_cs) };
+        unsafe { dst.gemm_block(m, nb, k, n0, n, x, k as isize, tile, rhs_rs, rhs_cs) };
+    };
+    let run = |&n0: &usize| {
+        let nb = step.min(n - n0);
+        if !transpose {
+            return times_tile(n0, nb, &dequantize_columns(w, p, n0, nb), (nb as isize, 1));
+        }
+        // Rows n0..n0+nb of W: nb × k, used as k × nb with strides (1, k),
+        // dequantized into this thread's kept buffer (a fresh one faulted
+        // in its pages on every tile).
+        let row_words = k * p.bits / 32;
+        let gpr = k / p.group_size;
+        with_scratch(Slot::Dequantized, nb * k, |tile| {
+            dequantize_tile(
+                &w.packed[n0 * row_words..(n0 + nb) * row_words],
+                &w.scales[n0 * gpr..(n0 + nb) * gpr],
+                &w.biases[n0 * gpr..(n0 + nb) * gpr],
+                p,
+                tile,
+            );
+            times_tile(n0, nb, tile, (1, k as isize))
+        })
     };
     if par {
         tiles.par_iter().for_each(run);
@@ -525,6 +526,54 @@ mod tests {
             unpack_group(words, bits, &mut got);
             let want: Vec<f32> = (0..gs).map(|j| get_bits(words, j * bits, bits) as f32).collect();
             prop_assert_eq!(got, want);
+        }
+
+        /// The dequantized-tile path of `qmm` (more than `DIRECT_ROWS`
+        /// rows, `x @ W.T`) against sums in f64 of `x` times the values
+        /// `get_bits` reads, scaled and shifted. Each case runs on the
+        /// thread's kept buffers as the last left them (other shapes,
+        /// other values), so a value the kernels did not write shows.
+        #[test]
+        fn tiled_product_matches_f64_sums(
+            bits in prop::sample::select(vec![2usize, 3, 4, 6, 8]),
+            gs in prop::sample::select(vec![32usize, 64]),
+            m in 5usize..20,
+            n in 1usize..70,
+            groups in 1usize..5,
+            seed in any::<u32>(),
+        ) {
+            let k = groups * gs;
+            let p = QParams { group_size: gs, bits };
+            let mut state = seed as u64 | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let words: Vec<u32> = (0..n * k * bits / 32).map(|_| next() as u32).collect();
+            let unit = |v: u64| (v % 2001) as f32 / 1000.0 - 1.0;
+            let scales: Vec<f32> = (0..n * groups).map(|_| unit(next()) / 8.0).collect();
+            let biases: Vec<f32> = (0..n * groups).map(|_| unit(next())).collect();
+            let x: Vec<f32> = (0..m * k).map(|_| unit(next())).collect();
+            let w = QMatrix { packed: &words, scales: &scales, biases: &biases, rows: n, cols: k };
+            let mut got = vec![f32::NAN; m * n];
+            qmm(&x, m, w, p, true, &mut got);
+            let row_bits = k * bits;
+            for i in 0..m {
+                for j in 0..n {
+                    let (mut want, mut size) = (0f64, 0f64);
+                    for c in 0..k {
+                        let g = j * groups + c / gs;
+                        let q = get_bits(&words, j * row_bits + c * bits, bits) as f64;
+                        let t = x[i * k + c] as f64 * (scales[g] as f64 * q + biases[g] as f64);
+                        want += t;
+                        size += t.abs();
+                    }
+                    let err = (got[i * n + j] as f64 - want).abs();
+                    prop_assert!(err <= 1e-5 * size + 1e-6, "({i}, {j}): {} vs {want}", got[i * n + j]);
+                }
+            }
         }
     }
 }

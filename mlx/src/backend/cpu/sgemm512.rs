@@ -17,6 +17,7 @@
 //! in order: the result depends on the shapes only, not on the threads.
 //! (MLX leaves a float32 product's order to BLAS.)
 
+use super::scratch::{floats, keep, take, values, with_scratch, Line, Slot};
 use super::simd::transpose8;
 use rayon::prelude::*;
 use std::arch::x86_64::*;
@@ -103,7 +104,7 @@ pub unsafe fn gemm(
         }
         return;
     }
-    with_scratch(0, padded_rows(m) * k, |packed_a| {
+    with_scratch(Slot::PackedA, padded_rows(m) * k, |packed_a| {
         pack_a(a, m, k, parallel, packed_a);
         let packed_a = &*packed_a;
         let threads = if parallel {
@@ -153,7 +154,9 @@ impl PackedA {
         if !available() || m == 0 || k == 0 {
             return None;
         }
-        let mut lines = zeroed(padded_rows(m) * k);
+        // The calling thread's kept buffer, handed back on drop: a fresh
+        // one faulted in its pages on every quantized product.
+        let mut lines = take(Slot::PackedA, padded_rows(m) * k);
         let view = View {
             ptr: x.as_ptr(),
             rs: k as isize,
@@ -183,52 +186,10 @@ impl PackedA {
     }
 }
 
-/// A zeroed buffer of at least `len` f32.
-fn zeroed(len: usize) -> Vec<Line> {
-    vec![Line([0.0; 16]); len.div_ceil(16)]
-}
-
-/// The buffer's values.
-fn values(v: &[Line]) -> &[f32] {
-    // SAFETY: a Line is 16 f32 with no padding.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), v.len() * 16) }
-}
-
-/// The buffer's values, to write.
-fn floats(v: &mut [Line]) -> &mut [f32] {
-    // SAFETY: a Line is 16 f32 with no padding.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 16) }
-}
-
-/// 64-byte aligned storage, so packed vectors never straddle cache lines.
-#[derive(Clone, Copy)]
-#[repr(align(64))]
-struct Line(#[allow(dead_code)] [f32; 16]); // (read through `floats`)
-
-/// Packing buffers kept by each thread between products: a fresh buffer of
-/// some megabytes costs a page fault per 4 KiB on every call (7-9 ms of a
-/// 2048^3 product's 75 ms when `A`'s was allocated each time).
-const KEPT_LINES: usize = (64 << 20) / 64;
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<[Vec<Line>; 2]> = const {
-        std::cell::RefCell::new([Vec::new(), Vec::new()])
-    };
-}
-
-/// Calls `body` with a buffer of at least `len` f32 (contents unspecified:
-/// the packers write every value they read) of this thread's buffer
-/// `which`, kept for the next call unless larger than [`KEPT_LINES`].
-fn with_scratch<R>(which: usize, len: usize, body: impl FnOnce(&mut [f32]) -> R) -> R {
-    let mut buf = SCRATCH.with(|s| std::mem::take(&mut s.borrow_mut()[which]));
-    if buf.len() < len.div_ceil(16) {
-        buf = zeroed(len);
+impl Drop for PackedA {
+    fn drop(&mut self) {
+        keep(Slot::PackedA, std::mem::take(&mut self.lines));
     }
-    let r = body(&mut floats(&mut buf)[..len]);
-    if buf.len() <= KEPT_LINES {
-        SCRATCH.with(|s| s.borrow_mut()[which] = buf);
-    }
-    r
 }
 
 /// Rows of `A` rounded up to whole panels.
@@ -319,7 +280,7 @@ impl Product<'_> {
     /// As for [`gemm`].
     unsafe fn columns(&self, j0: usize, nc: usize) {
         let slabs = nc.div_ceil(NR);
-        with_scratch(1, KC.min(self.k) * slabs * NR, |slabs_buf| {
+        with_scratch(Slot::Slabs, KC.min(self.k) * slabs * NR, |slabs_buf| {
             // SAFETY: the caller's; the buffer holds `slabs` slabs of KC steps.
             unsafe { self.columns_with(j0, nc, slabs_buf) }
         })
