@@ -90,21 +90,8 @@ fn rows_ahead(stride: isize) -> usize {
 /// `w`'s buffer (past `w.offset`), which may lie past its end.
 #[inline(always)]
 fn prefetch_run(w: &Strided<'_>, start: usize, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let p = w.w.as_ptr().wrapping_add(w.offset + start);
-        for line in (0..len.min(128)).step_by(16) {
-            // SAFETY: a prefetch reads nothing into the program and cannot
-            // fault, whatever the address.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    p.wrapping_add(line).cast(),
-                )
-            };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (w, start, len);
+    let p = w.w.as_ptr().wrapping_add(w.offset + start);
+    super::simd::prefetch_lines(p.cast(), 4 * len.min(128));
 }
 
 /// `acc += x[rows] @ W[rows, :]`, four rows per sweep over `acc`.
