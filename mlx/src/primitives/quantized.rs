@@ -477,7 +477,7 @@ impl Primitive for QuantizedMatmul {
         let o = &out[0];
         // One row of x (batch-1 decode): stream the weights in place.
         let mats = [[w.clone(), inputs[2].clone(), inputs[3].clone()]];
-        if let Some(d) = self.one_row_products(x, &mats, out)? {
+        if let Some(d) = self.one_row_products(x, &mats, out, p)? {
             return Ok(d);
         }
         let ((k, n), (rows, cols)) = self.sizes(w.spec(), p);
@@ -584,7 +584,8 @@ impl QuantizedMatmul {
         mats: &[[Array; 3]],
         outs: &[Spec],
     ) -> Result<Vec<Data>> {
-        if let Some(d) = self.one_row_products(x, mats, outs)? {
+        let p = check_params("QuantizedMatmul", self.mode, self.group_size, self.bits)?;
+        if let Some(d) = self.one_row_products(x, mats, outs, p)? {
             return Ok(d);
         }
         let mut datas = Vec::with_capacity(mats.len());
@@ -605,6 +606,7 @@ impl QuantizedMatmul {
         x: &Array,
         mats: &[[Array; 3]],
         outs: &[Spec],
+        p: QParams,
     ) -> Result<Option<Vec<Data>>> {
         fn run<S: crate::backend::cpu::num::Float>(
             x: &[f32],
@@ -646,7 +648,6 @@ impl QuantizedMatmul {
         if self.mode != QuantizationMode::Affine || !self.transpose || mats.is_empty() {
             return Ok(None);
         }
-        let p = check_params("QuantizedMatmul", self.mode, self.group_size, self.bits)?;
         let dtype = mats[0][1].dtype();
         let mut sizes = Vec::with_capacity(mats.len());
         for ([w, s, b], o) in mats.iter().zip(outs) {

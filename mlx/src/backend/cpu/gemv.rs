@@ -75,9 +75,9 @@ fn row_along_k<'a>(w: &Strided<'a>, j: usize) -> &'a [f32] {
 /// weights streamed through the cache since the last step) and its rows
 /// are short, so the hardware prefetcher, which starts over at each
 /// stretch, leaves it waiting on memory. 4 KB ahead took a 256-slot
-/// cache's two products (`q @ K.T`, `p @ V`) from 14 and 9 to 10 and
-/// 6.5 µs (cold, two threads), and in a 4-bit decode step from 19-20
-/// and 16-17 to 17-18.5 and 14.5-15 µs a layer.
+/// cache's two products (`q @ K.T`, `p @ V`) in a 4-bit decode step
+/// from 16-17 and 12.5 to 15-16 and 11 µs a layer (the lines asked into
+/// the second-level cache).
 const SHARED_AHEAD_BYTES: usize = 4 << 10;
 
 /// Rows `SHARED_AHEAD_BYTES` ahead for rows `stride` values apart (at
@@ -232,11 +232,11 @@ pub(super) mod shared {
     /// first-level cache.
     pub fn dot(xs: &[&[f32]], w: &Strided<'_>, cols: Range<usize>, out: &mut [f32]) {
         let width = cols.len();
-        let ahead = rows_ahead(w.col_stride);
         debug_assert!(out.len() == xs.len() * width);
         if width == 0 {
             return;
         }
+        let ahead = rows_ahead(w.col_stride);
         for sub in cols.clone().step_by(SUB_STRETCH) {
             let sub = sub..(sub + SUB_STRETCH).min(cols.end);
             for (e, (x, o)) in xs.iter().zip(out.chunks_mut(width)).enumerate() {
@@ -404,6 +404,7 @@ mod lanes {
     ) {
         let n = w.n;
         assert!(xs.len() == E && sums.len() == E * n && xs.iter().all(|x| x.len() >= rows.end));
+        let ahead = super::rows_ahead(w.row_stride);
         for c0 in (0..n).step_by(64) {
             // The columns of each of the four vectors inside the row.
             let masks: [__mmask16; 4] = std::array::from_fn(|q| {
@@ -411,7 +412,6 @@ mod lanes {
                 ((1u32 << (hi - lo)) - 1) as __mmask16
             });
             let mut acc = [[_mm512_setzero_ps(); 4]; E];
-            let ahead = super::rows_ahead(w.row_stride);
             for r in rows.clone() {
                 let row = super::row(w, r).as_ptr().wrapping_add(c0);
                 super::prefetch_run(

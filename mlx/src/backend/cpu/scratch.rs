@@ -8,7 +8,7 @@
 pub(super) struct Line(#[allow(dead_code)] [f32; 16]); // (read through `floats`)
 
 /// A zeroed buffer of at least `len` f32.
-pub(super) fn zeroed(len: usize) -> Vec<Line> {
+fn zeroed(len: usize) -> Vec<Line> {
     vec![Line([0.0; 16]); len.div_ceil(16)]
 }
 
