@@ -38,13 +38,18 @@ pub fn read_f32(a: &Array) -> Result<Vec<f32>> {
 
 /// Row-major data of `dtype` from f32 values (one rounding per element).
 pub fn write_f32(v: &[f32], dtype: Dtype, shape: &[i32]) -> Data {
+    // Converted straight into the output buffer: a staging vector of the
+    // converted values cost an allocation and a second copy on every call
+    // (the decode step's ~120 quantized products and its small fused nodes).
     let buf = dispatch_dtype!(dtype, T => {
-        let conv: Vec<T> = if v.len() >= super::PAR_THRESHOLD {
-            v.par_iter().map(|&x| x.cast::<T>()).collect()
+        let mut buf = Buffer::for_elements::<T>(v.len());
+        let out = buf.as_mut_slice::<T>().expect("fresh heap buffer");
+        if v.len() >= super::PAR_THRESHOLD {
+            out.par_iter_mut().zip(v).for_each(|(o, &x)| *o = x.cast::<T>());
         } else {
-            v.iter().map(|&x| x.cast::<T>()).collect()
-        };
-        Buffer::from_slice(&conv)
+            out.iter_mut().zip(v).for_each(|(o, &x)| *o = x.cast::<T>());
+        }
+        buf
     });
     Data::contiguous(buf, shape)
 }
