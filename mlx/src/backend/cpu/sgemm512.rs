@@ -11,9 +11,9 @@
 //!
 //! Blocking: k in equal steps of at most [`KC`] ([`k_step`]; a slab's
 //! step, up to 64 KiB, and the panels of a block of [`MC`] rows stay in
-//! L2); columns in blocks
-//! of at most [`MAX_NC`] per task, each task packing its own block of `B`
-//! (so a large weight is never copied whole); `A` is packed once and shared.
+//! L2); columns in blocks of at most [`MAX_NC`] per task, each task packing
+//! its own block of `B` (so a large weight is never copied whole); `A` is
+//! packed once and shared.
 //! Each output is summed in k order within a step and the steps are added
 //! in order: the result depends on the shapes only, not on the threads.
 //! (MLX leaves a float32 product's order to BLAS.)
@@ -32,7 +32,7 @@ const NR: usize = 32;
 /// product on a 2-core Xeon went from 221-239 to 230-269 GFLOP/s
 /// (alternated binaries), and its L2 holds the 64 KiB slab.
 const KC: usize = 512;
-/// Rows of `A` swept per slab of `B` (their panels, 128 KiB, stay in L2).
+/// Rows of `A` swept per slab of `B` (their panels, up to 256 KiB, stay in L2).
 const MC: usize = 128;
 /// Most columns a task packs and computes.
 const MAX_NC: usize = 512;
